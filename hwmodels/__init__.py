@@ -1,0 +1,1 @@
+"""One TOML file per GPU; loaded by swzc.hw."""

@@ -1,0 +1,151 @@
+"""The block-swizzle pass: give each kernel a permutation of its block index, spliced in at the source.
+
+For a kernel it can rewrite, the pass declares the swizzled index once, before the first statement that
+reads the block index, and rewrites every read (``blockIdx.x`` -> ``swzc_block.x``).  Same-file helpers
+that read the block index call the swizzle function themselves, provided every kernel reaching them is
+rewritten the same way.  The swizzle functions go in once, before the first rewritten function.
+
+Choice without ``--swizzle`` (the documented rule until the L2 model ranks candidates):
+
+- a tile grid (a 2D grid, or a 1D grid the kernel decodes into tiles): ``grouped:8``, preceded by
+  ``xcd:N`` on a GPU whose N chiplets each have their own L2 (``xcd:8+grouped:8`` on MI300X);
+- a 1D grid with no tile structure: ``xcd:N`` on a chiplet GPU, otherwise declined (nothing to regroup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from swzc.analysis import FileAnalysis, KernelInfo, Shape
+from swzc.edits import Edit
+from swzc.hw import HardwareModel
+from swzc.swizzles import Step, SwizzleSpec, cxx_library
+
+DEFAULT_GROUP = 8
+LIBRARY_HEADER = "// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.\n"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    kernel: int  # index into FileAnalysis.kernels
+    spec: SwizzleSpec
+    adapter: str
+    shapes: tuple[Shape, ...] | None  # None: the file does not fix the grid
+
+
+@dataclass(frozen=True)
+class Decision:
+    kernel: int
+    status: str  # "refused", "declined" or "untouched"
+    reason: str
+
+
+def default_spec(kernel: KernelInfo, hw: HardwareModel) -> SwizzleSpec | None:
+    chiplet = (Step("xcd", hw.chiplets),) if hw.chiplets > 1 else ()
+    if kernel.adapter == "linear":
+        return SwizzleSpec(chiplet) if chiplet else None
+    return SwizzleSpec((*chiplet, Step("grouped", DEFAULT_GROUP)))
+
+
+def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: SwizzleSpec | None) -> Proposal | Decision:
+    kernel = analysis.kernels[index]
+    if kernel.hazards and (kernel.reads_block_index or any("block index" in h.reason for h in kernel.hazards)):
+        return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
+    if not kernel.reads_block_index:
+        return Decision(index, "untouched", "does not read the block index")
+    if kernel.decode is not None and kernel.decode.splice_text is None:
+        return Decision(index, "refused", f"cannot declare the swizzle before the first block-index read: the tile "
+                        f"count {kernel.decode.divisor!r} is not known there")
+    if kernel.decode is not None and kernel.helpers:
+        return Decision(index, "refused", f"helper {kernel.helpers[0]} reads the block index, and the tile decode's "
+                        f"divisor {kernel.decode.divisor!r} is not visible inside it")
+    spec = requested if requested is not None else default_spec(kernel, hw)
+    if spec is None:
+        return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are no "
+                        "tiles to regroup")
+    if spec.is_identity:
+        return Decision(index, "declined", "identity: nothing to change")
+    if spec.needs_tiles and kernel.adapter == "linear":
+        return Decision(index, "declined", f"{spec.name} needs a tile grid; this kernel reads only blockIdx.x and does "
+                        "not decode it into tiles")
+    return Proposal(index, spec, kernel.adapter, kernel.shapes)
+
+
+def settle(analysis: FileAnalysis, proposals: Mapping[int, Proposal]) -> tuple[dict[int, Proposal], list[Decision]]:
+    """Keep a proposal only if every helper it rewrites is reached by kernels rewritten the same way."""
+    kept = dict(proposals)
+    refused: list[Decision] = []
+    changed = True
+    while changed:
+        changed = False
+        for helper, callers in analysis.callers.items():
+            indices = [i for i, k in enumerate(analysis.kernels) if k.name in callers]
+            ways = {(kept[i].spec, kept[i].adapter) if i in kept else None for i in indices}
+            if len(ways) <= 1 and None not in ways:
+                continue
+            for i in indices:
+                if i in kept:
+                    other = next(analysis.kernels[j].name for j in indices if j != i and (j not in kept or (kept[j].spec, kept[j].adapter) != (kept[i].spec, kept[i].adapter)))
+                    del kept[i]
+                    refused.append(Decision(i, "refused", f"shares helper {helper} (which reads the block index) "
+                                            f"with kernel {other}, which is not rewritten the same way"))
+                    changed = True
+    return kept, refused
+
+
+def _call_args(kernel: KernelInfo, adapter: str, decode_text: str | None) -> str:
+    if kernel.spelling == "hip":
+        blocks, grid = "hipBlockIdx_x, hipBlockIdx_y, hipBlockIdx_z", "hipGridDim_x"
+        grid_y = "hipGridDim_y"
+    else:
+        blocks, grid, grid_y = "blockIdx.x, blockIdx.y, blockIdx.z", "gridDim.x", "gridDim.y"
+    if adapter == "2d":
+        return f"{blocks}, {grid}, {grid_y}"
+    if adapter == "1d":
+        return f"{blocks}, {grid}, (unsigned)({decode_text})"
+    return f"{blocks}, {grid}"
+
+
+def variable_name(analysis: FileAnalysis) -> str:
+    name, n = "swzc_block", 0
+    while name in analysis.identifiers:
+        n += 1
+        name = f"swzc_block_{n}"
+    return name
+
+
+def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
+    """The edits for the accepted proposals (decisions already taken on the original tree)."""
+    if not accepted:
+        return []
+    var = variable_name(analysis)
+    edits: list[Edit] = []
+    library_at: list[int] = []
+    helpers_done: set[str] = set()
+    for index, proposal in sorted(accepted.items()):
+        kernel = analysis.kernels[index]
+        fn = proposal.spec.function_name(proposal.adapter)
+        decode_text = kernel.decode.splice_text if kernel.decode is not None else None
+        call = f"{fn}({_call_args(kernel, proposal.adapter, decode_text)})"
+        library_at.append(kernel.library_at)
+        if kernel.uses:
+            assert kernel.insert_at is not None
+            decl = f"const uint3 {var} = {call};"
+            if kernel.inline:
+                edits.append(Edit.insert(kernel.insert_at, f"{decl} "))
+            else:
+                edits.append(Edit.insert(kernel.insert_at, f"{kernel.indent}{decl}  // swzc: {proposal.spec.name}\n"))
+            for use in kernel.uses:
+                edits.append(Edit.replace(use.start, use.end, f"{var}.{use.axis}" if use.axis else var))
+        for name in kernel.helpers:
+            if name in helpers_done:
+                continue
+            helpers_done.add(name)
+            helper = analysis.helpers[name]
+            library_at.append(helper.library_at)
+            for use in helper.uses:
+                edits.append(Edit.replace(use.start, use.end, f"{call}.{use.axis}" if use.axis else call))
+    uses = [(p.spec, p.adapter) for p in accepted.values()]
+    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + cxx_library(uses) + "\n"))
+    return edits

@@ -1,0 +1,790 @@
+"""Analysis before editing: kernels, their block-index uses, launches, tile decodes and hazards.
+
+Everything here reads the original tree and returns frozen records holding byte offsets and text (no
+tree nodes), which the passes and the pipeline read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from swzc import queries
+from swzc.evaluate import Dim3, Evaluator, Macro, Scope, Value, expression_of
+from swzc.source import SourceFile
+
+Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
+
+_HIDDEN_BLOCK_INDEX = re.compile(
+    r"__builtin_amdgcn_workgroup_id_[xyz]|__ockl_get_group_id|__nvvm_read_ptx_sreg_ctaid|hc_get_group_id|"
+    r"__builtin_ptx_read_ctaid"
+)
+_BLOCK_INDEX_TEXT = re.compile(r"\b(blockIdx|hipBlockIdx_[xyz])\b|%ctaid|" + _HIDDEN_BLOCK_INDEX.pattern)
+_ASM_BLOCK_INDEX = re.compile(r"%(n?ctaid|clusterid|cluster_ctaid|cluster_nctaid)")
+_WAIT_CALLS = re.compile(r"^(atomic\w*|__hip_atomic\w*|__atomic\w*|ld_acquire\w*|__ldcv|__ldvolatile|__nv_atomic\w*)$")
+_TICKET_CALLS = re.compile(r"^(atomicAdd|atomicInc|atomicSub|atomicAdd_system|atomicInc_system|__hip_atomic_fetch_add)$")
+_GRID_SYNC = {
+    "this_grid": "grid-wide synchronisation (cooperative groups)",
+    "grid_group": "grid-wide synchronisation (cooperative groups)",
+    "this_multi_grid": "multi-grid synchronisation (cooperative groups)",
+    "multi_grid_group": "multi-grid synchronisation (cooperative groups)",
+    "sync_grids": "grid-wide synchronisation",
+    "this_cluster": "thread-block clusters (cluster mates are consecutive blocks)",
+    "cluster_group": "thread-block clusters (cluster mates are consecutive blocks)",
+    "group_index": "reads the block index through cooperative groups",
+    "block_index": "reads the block index through cooperative groups",
+}
+_IDLE_CALLS = {"__nanosleep", "__threadfence", "__threadfence_system", "__syncthreads", "__builtin_amdgcn_s_sleep"}
+_LOOPS = ("while_statement", "do_statement", "for_statement")
+
+
+@dataclass(frozen=True)
+class BlockUse:
+    start: int
+    end: int
+    axis: str  # "x", "y", "z", or "" for the whole blockIdx
+    spelling: str  # "cuda" (blockIdx.x) or "hip" (hipBlockIdx_x)
+    function: str  # the kernel or helper it is in
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    line: int
+    api: str  # "<<<>>>", "hipLaunchKernelGGL", "cudaLaunchKernel", …
+    grid_text: str
+    block_text: str
+    grid: Dim3 | None
+    block: Dim3 | None
+    divisor: int | None = None  # the kernel's tile decode divisor for this launch, where known
+
+
+@dataclass(frozen=True)
+class Decode:
+    """``row = blockIdx.x / n; col = blockIdx.x % n``: the kernel walks a logical 2D tile grid."""
+
+    divisor: str  # the source text of n
+    splice_text: str | None  # n as it can be written where the swizzle is declared; None if it cannot
+    lines: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Hazard:
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    line: int
+    uses: tuple[BlockUse, ...]
+    library_at: int  # start of the top-level item that holds it
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str
+    line: int
+    uses: tuple[BlockUse, ...]  # reads of the block index in the kernel's own body
+    helpers: tuple[str, ...]  # same-file helpers it reaches that read the block index
+    launches: tuple[Launch, ...]
+    dims: int  # highest block-index axis read, 1..3 (0 when none)
+    decode: Decode | None
+    hazards: tuple[Hazard, ...]
+    notes: tuple[str, ...]
+    insert_at: int | None  # where the swizzled index is declared: before the first statement reading it
+    indent: str
+    inline: bool  # the insertion point is mid-line
+    library_at: int  # start of the top-level item that holds the kernel
+    spelling: str  # the block-index spelling the kernel uses
+
+    @property
+    def reads_block_index(self) -> bool:
+        return bool(self.uses or self.helpers)
+
+    @property
+    def adapter(self) -> str:
+        if self.decode is not None:
+            return "1d"
+        return "2d" if self.dims >= 2 else "linear"
+
+    @property
+    def shapes(self) -> tuple[Shape, ...] | None:
+        """The concrete grids (and decode divisors) of its launches; None unless every launch is known."""
+        if not self.launches:
+            return None
+        shapes = []
+        for launch in self.launches:
+            if launch.grid is None or (self.decode is not None and launch.divisor is None):
+                return None
+            shapes.append((*launch.grid, launch.divisor or 0))
+        return tuple(dict.fromkeys(shapes))
+
+
+@dataclass(frozen=True)
+class FileAnalysis:
+    path: str
+    dialect: str
+    kernels: tuple[KernelInfo, ...]
+    helpers: Mapping[str, Helper]
+    callers: Mapping[str, tuple[str, ...]]  # helper -> kernels that reach it
+    identifiers: frozenset[str] = field(default_factory=frozenset)
+
+
+# ---- tree helpers -------------------------------------------------------------------------------------
+
+
+def walk(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "surrogateescape")
+
+
+def _line(node: Node) -> int:
+    return node.start_point.row + 1
+
+
+def _strip(node: Node) -> Node:
+    """Look through parentheses and casts."""
+    while True:
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif node.type == "cast_expression" and node.child_by_field_name("value") is not None:
+            node = node.child_by_field_name("value")  # type: ignore[assignment]
+        else:
+            return node
+
+
+def _callee(call: Node) -> str:
+    function = call.child_by_field_name("function")
+    if function is None:
+        return ""
+    if function.type == "template_function":
+        function = function.child_by_field_name("name")
+    if function is not None and function.type == "qualified_identifier":
+        return text(function).split("::")[-1].strip()
+    return text(function)
+
+
+def _declared_name(declarator: Node | None) -> str:
+    while declarator is not None and declarator.type not in ("identifier", "field_identifier", "qualified_identifier", "template_function", "operator_name", "destructor_name"):
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is None:
+        return ""
+    if declarator.type == "template_function":
+        declarator = declarator.child_by_field_name("name")
+    return text(declarator).split("::")[-1].strip()
+
+
+def _function_name(function: Node) -> str:
+    return _declared_name(function.child_by_field_name("declarator"))
+
+
+def _has_token(node: Node, token: str) -> bool:
+    return any(child.type == token for child in node.children)
+
+
+def _functions(root: Node) -> Iterator[tuple[Node, Node]]:
+    """(function_definition, its top-level item), through namespaces, extern "C", templates, #if blocks."""
+    containers = {"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
+                  "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
+
+    def visit(node: Node, top: Node | None) -> Iterator[tuple[Node, Node]]:
+        for child in node.children:
+            item = top or child
+            if child.type == "function_definition":
+                yield child, item
+            elif child.type in containers:
+                yield from visit(child, item)
+            elif child.type == "declaration_list":
+                yield from visit(child, item)
+
+    yield from visit(root, None)
+
+
+def _library_at(src: SourceFile, item: Node) -> int:
+    """Where generated code goes in front of a top-level item: before its leading comments, at a line start."""
+    start = item
+    sibling = item.prev_sibling
+    while sibling is not None and sibling.type == "comment" and start.start_point.row - sibling.end_point.row <= 1:
+        start = sibling
+        sibling = sibling.prev_sibling
+    return src.data.rfind(b"\n", 0, start.start_byte) + 1
+
+
+# ---- names the evaluator can resolve --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dim3Parts:
+    base: Node | None
+    parts: tuple[Node | None, Node | None, Node | None]
+
+
+def _file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
+    macros: dict[str, Macro | None] = {}
+    names: dict[str, Node | None] = {}
+
+    def define(table: dict, name: str, value: object) -> None:
+        if name in table and table[name] != value:
+            table[name] = None  # defined twice, differently: ambiguous
+        else:
+            table[name] = value
+
+    for node in walk(src.tree.root_node):
+        if node.type == "preproc_def":
+            define(macros, text(node.child_by_field_name("name")), Macro(None, text(node.child_by_field_name("value")).strip()))
+        elif node.type == "preproc_function_def":
+            params = tuple(text(p) for p in node.child_by_field_name("parameters").named_children if p.type == "identifier")
+            define(macros, text(node.child_by_field_name("name")), Macro(params, text(node.child_by_field_name("value")).strip()))
+        elif node.type == "enumerator":
+            value = node.child_by_field_name("value")
+            if value is not None:
+                define(names, text(node.child_by_field_name("name")), value)
+        elif node.type == "declaration" and _is_global(node) and re.search(r"\b(const|constexpr)\b", text(node).split("=")[0]):
+            for decl in node.children_by_field_name("declarator"):
+                if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
+                    define(names, _declared_name(decl), decl.child_by_field_name("value"))
+    for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
+        names.pop(name, None)
+    return Scope(user=user, names={k: v for k, v in names.items() if v is not None}, macros=macros)
+
+
+def _is_global(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("function_definition", "field_declaration_list", "lambda_expression"):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _local_scope(function: Node, at: int, outer: Scope) -> Scope:
+    """Locals of `function` whose value at byte `at` is fixed by one visible definition."""
+    body = function.child_by_field_name("body")
+    if body is None:
+        return outer
+    defs: dict[str, list[tuple[Node, Node | None, str]]] = {}  # name -> (statement, value, how)
+    ctor_args: dict[tuple[int, str], list[Node | None]] = {}
+    spoiled: set[str] = set()
+    for node in walk(body):
+        if node.type == "declaration":
+            dim3 = text(node.child_by_field_name("type")) in ("dim3", "uint3")
+            for decl in node.children_by_field_name("declarator"):
+                name = _declared_name(decl)
+                if decl.type == "init_declarator":
+                    value = decl.child_by_field_name("value")
+                    defs.setdefault(name, []).append((node, value, "init"))
+                elif decl.type == "identifier" and dim3:
+                    defs.setdefault(name, []).append((node, None, "dim3"))
+                elif decl.type == "function_declarator" and dim3:
+                    # `dim3 block(X, Y);` with macro arguments parses as a function declaration
+                    params = decl.child_by_field_name("parameters")
+                    args = [expression_of(text(p)) for p in params.named_children] if params is not None else []
+                    if 1 <= len(args) <= 3:
+                        defs.setdefault(name, []).append((node, None, "dim3:" + ",".join(str(i) for i in range(len(args)))))
+                        ctor_args[node.start_byte, name] = args
+        elif node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            op = text(node.child_by_field_name("operator"))
+            if left is not None and left.type == "identifier":
+                if op == "=":
+                    defs.setdefault(text(left), []).append((node, node.child_by_field_name("right"), "assign"))
+                else:
+                    spoiled.add(text(left))
+            elif left is not None and left.type == "field_expression" and op == "=":
+                base = left.child_by_field_name("argument")
+                if base is not None and base.type == "identifier":
+                    defs.setdefault(text(base), []).append((node, node.child_by_field_name("right"), "field:" + text(left.child_by_field_name("field"))))
+        elif node.type == "update_expression":
+            spoiled.add(text(_strip(node.child_by_field_name("argument"))))
+        elif node.type == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+            spoiled.add(text(_strip(node.child_by_field_name("argument"))))
+        elif node.type == "binary_expression" and text(node.child_by_field_name("operator")) == ">>" and text(node.child_by_field_name("left")).endswith("cin"):
+            spoiled.add(text(node.child_by_field_name("right")))
+    enclosing = _ancestors_of_byte(body, at)
+    names: dict[str, Node | Value | Dim3 | _Dim3Parts] = {}
+    for name, found in defs.items():
+        if name in spoiled:
+            continue
+        before = [d for d in found if d[0].end_byte <= at or d[2] == "init" and d[0].start_byte <= at]
+        if len(before) != len(found) and any(_inside_loop_with(d[0], at, body) for d in found):
+            continue  # redefined later inside a loop that also runs the use: not one value
+        if not before or any(_block_of(d[0]) not in enclosing for d in before):
+            continue  # defined conditionally, or not before the use
+        if any(_inside_loop_with(d[0], at, body) and d[2] != "init" for d in before):
+            continue
+        last_whole = max((i for i, d in enumerate(before) if not d[2].startswith("field:")), default=None)
+        if last_whole is None:
+            continue
+        stmt, value, how = before[last_whole]
+        fields_after = [d for d in before[last_whole + 1 :] if d[2].startswith("field:")]
+        if how == "dim3" or how.startswith("dim3:") or fields_after:
+            parts: list[Node | None] = [None, None, None]
+            if how.startswith("dim3:"):
+                args = ctor_args[stmt.start_byte, name]
+                if any(a is None for a in args):
+                    continue
+                parts[: len(args)] = args
+            for _, fvalue, fhow in fields_after:
+                axis = fhow.split(":")[1]
+                if axis in ("x", "y", "z"):
+                    parts["xyz".index(axis)] = fvalue
+            names[name] = _Dim3Parts(value, (parts[0], parts[1], parts[2]))
+        elif value is not None:
+            names[name] = value
+    return outer.child(names)  # type: ignore[arg-type]
+
+
+def _block_of(node: Node) -> Node | None:
+    parent = node.parent
+    while parent is not None and parent.type != "compound_statement":
+        parent = parent.parent
+    return parent
+
+
+def _ancestors_of_byte(body: Node, at: int) -> set[Node]:
+    found = set()
+    node: Node | None = body.descendant_for_byte_range(at, at)
+    while node is not None:
+        if node.type == "compound_statement":
+            found.add(node)
+        node = node.parent
+    found.add(body)
+    return found
+
+
+def _inside_loop_with(node: Node, at: int, body: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent != body.parent:
+        if parent.type in _LOOPS and parent.start_byte <= at < parent.end_byte:
+            return True
+        parent = parent.parent
+    return False
+
+
+class _Evaluator(Evaluator):
+    """The evaluator, plus dim3 variables assembled from `dim3 g; g.x = …` and `dim3 g(a, b)`."""
+
+    def dim3(self, node: Node | None, depth: int = 0) -> Dim3 | None:
+        if node is not None and node.type == "identifier":
+            bound = self.scope.find(text(node))
+            if isinstance(bound, _Dim3Parts):
+                base = self.dim3(bound.base, depth + 1) if bound.base is not None else (1, 1, 1)
+                if base is None:
+                    return None
+                dims = list(base)
+                for i, part in enumerate(bound.parts):
+                    if part is not None:
+                        value = self.value(part, depth + 1)
+                        if value is None:
+                            return None
+                        dims[i] = int(value)
+                return dims[0], dims[1], dims[2]
+            if isinstance(bound, Node) and bound.type == "argument_list":
+                return self._components([c for c in bound.named_children if c.type != "comment"], depth)
+        return super().dim3(node, depth)
+
+
+# ---- the analysis -------------------------------------------------------------------------------------
+
+
+def _uses_in(src: SourceFile, body: Node, function: str) -> tuple[list[BlockUse], list[Node]]:
+    """Block-index reads (rewritable) and grid-size reads under `body`."""
+    uses: list[BlockUse] = []
+    grid_reads: list[Node] = []
+    fields: set[int] = set()
+    for captures in queries.matches(src.dialect, "block_index", body):
+        if "whole" in captures:
+            continue
+        (use,) = captures["use"]
+        if "object" in captures:
+            obj = text(captures["object"][0]).lstrip(":")
+            axis = text(captures["axis"][0])
+            fields.add(captures["object"][0].start_byte)
+            spelling = "cuda"
+        else:
+            obj, axis = ("blockIdx" if "BlockIdx" in text(use) else "gridDim"), text(use)[-1]
+            spelling = "hip"
+        if obj == "gridDim":
+            grid_reads.append(use)
+        elif axis in ("x", "y", "z"):
+            uses.append(BlockUse(use.start_byte, use.end_byte, axis, spelling, function, _line(use), text(use)))
+    for captures in queries.matches(src.dialect, "block_index", body):
+        for whole in captures.get("whole", []):
+            outer = whole.parent if whole.parent is not None and whole.parent.type == "qualified_identifier" else whole
+            if outer.start_byte in fields or whole.start_byte in fields:
+                continue
+            uses.append(BlockUse(outer.start_byte, outer.end_byte, "", "cuda", function, _line(outer), text(outer)))
+    uses.sort(key=lambda u: u.start)
+    return uses, grid_reads
+
+
+def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], volatile: set[str], grid_reads: list[Node]) -> list[Hazard]:
+    found: list[Hazard] = []
+    where = "" if name == "" else f" (in {name})"
+    for node in walk(body):
+        kind = node.type
+        if kind in _LOOPS:
+            cond = node.child_by_field_name("condition")
+            if cond is not None and _spins(cond, node, volatile):
+                found.append(Hazard(_line(node), f"waits on memory other blocks write (line {_line(node)}){where}: "
+                                    "reordering blocks could deadlock it or change its results"))
+        elif kind == "call_expression":
+            callee = _callee(node)
+            parent = node.parent
+            while parent is not None and parent.type in ("parenthesized_expression",):
+                parent = parent.parent
+            if _TICKET_CALLS.match(callee) and parent is not None and parent.type not in ("expression_statement", "cast_expression"):
+                found.append(Hazard(_line(node), f"atomic ticket: the value {callee} returns orders blocks (line {_line(node)}){where}"))
+        elif kind in ("identifier", "field_identifier", "type_identifier", "namespace_identifier"):
+            word = text(node)
+            if word in _GRID_SYNC:
+                found.append(Hazard(_line(node), f"{_GRID_SYNC[word]} (line {_line(node)}){where}"))
+            elif word in block_macros and not any(f"macro {word}," in h.reason for h in found):
+                found.append(Hazard(_line(node), f"uses macro {word}, whose body reads the block index; macro bodies "
+                                    f"are opaque to the rewrite (line {_line(node)}){where}"))
+            elif _HIDDEN_BLOCK_INDEX.fullmatch(word) or _HIDDEN_BLOCK_INDEX.match(word):
+                found.append(Hazard(_line(node), f"reads the block index through {word} (line {_line(node)}){where}"))
+        elif kind == "gnu_asm_expression" and _ASM_BLOCK_INDEX.search(text(node)):
+            found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}"))
+    for read in grid_reads:
+        parent = read.parent
+        while parent is not None and parent.type not in ("assignment_expression", "compound_statement"):
+            parent = parent.parent
+        if parent is not None and parent.type == "assignment_expression":
+            op = text(parent.child_by_field_name("operator"))
+            target = text(parent.child_by_field_name("left"))
+            right = parent.child_by_field_name("right")
+            if op in ("+=", "-=") or (op == "=" and right is not None and re.search(rf"\b{re.escape(target)}\b", text(right))):
+                found.append(Hazard(_line(parent), f"grid-stride or persistent loop (line {_line(parent)}){where}: the block "
+                                    "index is a starting point, not a tile; swzc does not remap these"))
+    return found
+
+
+def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:
+    cond_text = text(cond)
+    if "volatile" in cond_text:
+        return True
+    for node in walk(cond):
+        if node.type == "call_expression":
+            callee = _callee(node)
+            if _WAIT_CALLS.match(callee) or callee in ("load", "test", "wait"):
+                return True
+        if node.type == "identifier" and text(node) in volatile:
+            return True
+    body = loop.child_by_field_name("body")
+    idle = body is None or body.type == "expression_statement" and body.named_child_count == 0
+    if body is not None and body.type == "compound_statement":
+        idle = all(
+            s.type == "comment" or (s.type == "expression_statement" and all(_callee(c) in _IDLE_CALLS for c in s.named_children if c.type == "call_expression") and all(c.type == "call_expression" for c in s.named_children))
+            for s in body.named_children
+        )
+    return idle and any(n.type in ("subscript_expression", "pointer_expression", "field_expression") for n in walk(cond))
+
+
+def _block_macros(scope: Scope) -> set[str]:
+    found = {name for name, macro in scope.macros.items() if macro is not None and _BLOCK_INDEX_TEXT.search(macro.body)}
+    changed = True
+    while changed:
+        changed = False
+        for name, macro in scope.macros.items():
+            if name not in found and macro is not None and any(re.search(rf"\b{re.escape(m)}\b", macro.body) for m in found):
+                found.add(name)
+                changed = True
+    return found
+
+
+def _volatile_names(root: Node) -> set[str]:
+    names = set()
+    for node in walk(root):
+        if node.type in ("declaration", "parameter_declaration", "field_declaration") and any(
+            c.type == "type_qualifier" and text(c) == "volatile" for c in node.children
+        ):
+            for decl in node.children_by_field_name("declarator"):
+                names.add(_declared_name(decl))
+    return names
+
+
+def _decode(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[Node | None, list[int], str | None]:
+    """The divisor n of `blockIdx.x / n` and `blockIdx.x % n` (directly or through a copy of blockIdx.x)."""
+    x_at = {(u.start, u.end) for u in uses if u.axis == "x"}
+    aliases: set[str] = set()
+    assigned: set[str] = set()
+    for node in walk(body):
+        if node.type == "init_declarator":
+            value = node.child_by_field_name("value")
+            if value is not None and (_strip(value).start_byte, _strip(value).end_byte) in x_at:
+                aliases.add(_declared_name(node))
+        elif node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            assigned.add(text(target))
+    aliases -= assigned
+    divisors: dict[str, Node] = {}
+    lines: list[int] = []
+    for node in walk(body):
+        if node.type == "binary_expression" and text(node.child_by_field_name("operator")) in ("/", "%"):
+            left = _strip(node.child_by_field_name("left"))
+            if (left.start_byte, left.end_byte) in x_at or (left.type == "identifier" and text(left) in aliases):
+                right = node.child_by_field_name("right")
+                divisors.setdefault(" ".join(text(right).split()), right)
+                lines.append(_line(node))
+    if len(divisors) > 1:
+        return None, lines, f"blockIdx.x is divided by different values ({', '.join(divisors)}): no single tile decode"
+    if not divisors:
+        return None, [], None
+    return next(iter(divisors.values())), lines, None
+
+
+def _splice_text(divisor: Node, function: Node, insert_at: int) -> str | None:
+    """The divisor written so that it is valid at `insert_at`: locals declared later are replaced by their
+    initialiser (when it is their only definition), recursively."""
+    body = function.child_by_field_name("body")
+    locals_: dict[str, list[Node]] = {}
+    assigned: set[str] = set()
+    for node in walk(body):
+        if node.type == "declaration":
+            for decl in node.children_by_field_name("declarator"):
+                locals_.setdefault(_declared_name(decl), []).append(decl)
+        elif node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            assigned.add(text(_strip(target)) if target is not None else "")
+
+    def render(expr: Node, depth: int) -> str | None:
+        if depth > 6:
+            return None
+        pieces: list[tuple[int, int, str]] = []
+        for node in walk(expr):
+            if node.type != "identifier" or node.parent is not None and node.parent.type == "call_expression" and node.parent.child_by_field_name("function") == node:
+                continue
+            name = text(node)
+            decls = locals_.get(name)
+            if not decls:
+                continue  # a parameter, template parameter, global or macro: visible everywhere in the body
+            decl = decls[0]
+            statement = decl.parent
+            visible = len(decls) == 1 and statement is not None and statement.parent == body and statement.end_byte <= insert_at
+            if visible and name not in assigned:
+                continue
+            value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            if len(decls) != 1 or name in assigned or value is None or value.type in ("argument_list", "initializer_list"):
+                return None
+            inner = render(value, depth + 1)
+            if inner is None:
+                return None
+            whole = (node.start_byte, node.end_byte) == (expr.start_byte, expr.end_byte)
+            pieces.append((node.start_byte - expr.start_byte, node.end_byte - expr.start_byte, inner if whole else f"({inner})"))
+        out = text(expr)
+        for start, end, repl in sorted(pieces, reverse=True):
+            out = out[:start] + repl + out[end:]
+        return " ".join(out.split())
+
+    return render(divisor, 0)
+
+
+def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[tuple[str, Node, Launch, list[Node], list[Node]]]:
+    """(kernel, enclosing function, Launch, template args, kernel args) for every launch in the file."""
+    found = []
+    for captures in queries.matches(src.dialect, "launches", src.tree.root_node):
+        (launch,) = captures["launch"]
+        args = [c for c in captures["args"][0].named_children if c.type != "comment"]
+        if "config" in captures:
+            callee = captures["kernel"][0]
+            config = [c for c in captures["config"][0].named_children if c.type != "comment"]
+            api, grid, block, kargs = "<<<>>>", config[0] if config else None, config[1] if len(config) > 1 else None, args
+        else:
+            api = text(captures["api"][0]).split("::")[-1]
+            if not args:
+                continue
+            callee = args[0]
+            grid = args[1] if len(args) > 1 else None
+            block = args[2] if len(args) > 2 else None
+            kargs = args[5:] if api == "hipLaunchKernelGGL" else []
+        callee, targs = _kernel_ref(callee)
+        name = text(callee).split("::")[-1].strip()
+        if name not in kernels:
+            continue
+        function = launch.parent
+        while function is not None and function.type != "function_definition":
+            function = function.parent
+        host = _local_scope(function, launch.start_byte, scope) if function is not None else scope
+        ev = _Evaluator(host)
+        record = Launch(name, _line(launch), api, text(grid), text(block), ev.dim3(grid), ev.dim3(block))
+        found.append((name, launch, record, targs, kargs, host))
+    return found
+
+
+def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
+    """The kernel named by a launch's first argument, through HIP_KERNEL_NAME(), casts, & and templates."""
+    while True:
+        node = _strip(node)
+        if node.type == "pointer_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "call_expression" and node.child_by_field_name("arguments") is not None and (
+            _callee(node) in ("HIP_KERNEL_NAME", "reinterpret_cast", "static_cast", "const_cast")
+        ):
+            args = [c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"]
+            if len(args) != 1:
+                return node, []
+            node = args[0]
+        elif node.type == "template_function":
+            targs = node.child_by_field_name("arguments")
+            return node.child_by_field_name("name"), [c for c in targs.named_children if c.type != "comment"] if targs else []
+        else:
+            return node, []
+
+
+def _parameters(function: Node) -> tuple[list[str], list[str]]:
+    """(value parameter names, template parameter names) of a function definition."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    params = []
+    if declarator is not None:
+        plist = declarator.child_by_field_name("parameters")
+        params = [_declared_name(p.child_by_field_name("declarator")) for p in plist.named_children if p.type.endswith("parameter_declaration")] if plist else []
+    tparams = []
+    if function.parent is not None and function.parent.type == "template_declaration":
+        tlist = function.parent.child_by_field_name("parameters")
+        for p in tlist.named_children if tlist else []:
+            tparams.append(_declared_name(p.child_by_field_name("declarator")) if p.child_by_field_name("declarator") else text(p).split()[-1])
+    return params, tparams
+
+
+def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAnalysis:
+    scope = _file_scope(src, user or {})
+    block_macros = _block_macros(scope)
+    volatile = _volatile_names(src.tree.root_node)
+    kernels: dict[str, Node] = {}
+    kernel_list: list[tuple[Node, Node]] = []
+    device: dict[str, list[tuple[Node, Node]]] = {}
+    for function, item in _functions(src.tree.root_node):
+        if function.child_by_field_name("body") is None:
+            continue
+        name = _function_name(function)
+        if _has_token(function, "__global__"):
+            kernels.setdefault(name, function)
+            kernel_list.append((function, item))
+        elif _has_token(function, "__device__") or _has_token(function, "__host__"):
+            device.setdefault(name, []).append((function, item))
+
+    # helpers: what each device function reads and calls
+    helper_uses: dict[str, list[BlockUse]] = {}
+    helper_grid: dict[str, list[Node]] = {}
+    helper_at: dict[str, int] = {}
+    calls: dict[str, set[str]] = {}
+    for name, defs in device.items():
+        for function, item in defs:
+            uses, grid = _uses_in(src, function.child_by_field_name("body"), name)
+            helper_uses.setdefault(name, []).extend(uses)
+            helper_grid.setdefault(name, []).extend(grid)
+            helper_at[name] = min(helper_at.get(name, len(src.data)), _library_at(src, item))
+            calls.setdefault(name, set()).update(_calls(function, device))
+
+    launches = _launches(src, scope, kernels)
+    records: list[KernelInfo] = []
+    callers: dict[str, list[str]] = {}
+    for function, item in kernel_list:
+        name = _function_name(function)
+        body = function.child_by_field_name("body")
+        uses, grid_reads = _uses_in(src, body, name)
+        reached = _reach(_calls(function, device), calls)
+        helpers = tuple(sorted(h for h in reached if helper_uses.get(h)))
+        for h in helpers:
+            callers.setdefault(h, []).append(name)
+        hazards = _hazards(src, "", body, block_macros, volatile, grid_reads)
+        for h in sorted(reached):
+            for hfunc, _ in device[h]:
+                hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile, helper_grid.get(h, []))
+        header = src.data[function.start_byte : body.start_byte]
+        if b"__cluster_dims__" in header:
+            hazards.append(Hazard(_line(function), "thread-block clusters (__cluster_dims__): cluster mates are consecutive blocks"))
+        notes: list[str] = []
+        all_uses = uses + [u for h in helpers for u in helper_uses[h]]
+        dims = max((" xyz".index(u.axis) if u.axis else 3 for u in all_uses), default=0)  # the whole blockIdx: all axes
+        insert_at, indent, inline = _insertion(src, body, uses)
+        divisor, decode_lines, note = _decode(src, body, uses)
+        if note:
+            notes.append(note)
+        decode = None
+        if divisor is not None:
+            splice = _splice_text(divisor, function, insert_at) if insert_at is not None else None
+            decode = Decode(" ".join(text(divisor).split()), splice, tuple(decode_lines))
+        params, tparams = _parameters(function)
+        mine = []
+        for kname, launch_node, record, targs, kargs, host in launches:
+            if kname != name:
+                continue
+            if "Cooperative" in record.api:
+                hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid"))
+            if divisor is not None:
+                ev = _Evaluator(host)
+                bound: dict[str, Value] = {}
+                for pname, arg in [*zip(tparams, targs), *zip(params, kargs)]:
+                    value = ev.value(arg)
+                    if value is not None:
+                        bound[pname] = value
+                kscope = _local_scope(function, divisor.start_byte, scope.child(bound))
+                value = _Evaluator(kscope).value(divisor)
+                record = Launch(**{**record.__dict__, "divisor": int(value) if value is not None else None})
+            mine.append(record)
+        spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
+        records.append(
+            KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
+                       tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling)
+        )
+    helper_records = {
+        name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
+        for name in device if helper_uses.get(name)
+    }
+    identifiers = frozenset(text(n) for n in walk(src.tree.root_node) if n.type in ("identifier", "type_identifier", "field_identifier"))
+    return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
+                        {k: tuple(v) for k, v in callers.items()}, identifiers)
+
+
+def _calls(function: Node, device: Mapping[str, object]) -> set[str]:
+    return {c for c in (_callee(n) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression") if c in device}
+
+
+def _reach(start: set[str], calls: Mapping[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += calls.get(name, ())
+    return seen
+
+
+def _dedupe(hazards: list[Hazard]) -> list[Hazard]:
+    return list(dict.fromkeys(hazards))
+
+
+def _insertion(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[int | None, str, bool]:
+    """Before the body's top-level statement that holds the first block-index read."""
+    if not uses:
+        return None, "", False
+    first = uses[0].start
+    statement = next((s for s in body.named_children if s.start_byte <= first < s.end_byte), None)
+    if statement is None:
+        return None, "", False
+    line_start = src.data.rfind(b"\n", 0, statement.start_byte) + 1
+    prefix = src.data[line_start : statement.start_byte]
+    if prefix.strip() == b"":
+        return line_start, prefix.decode("utf-8", "surrogateescape"), False
+    return statement.start_byte, "", True

@@ -1,0 +1,250 @@
+"""The command line: a thin layer over swzc.pipeline that maps outcomes to messages and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from swzc import __version__
+from swzc import hw as hwmodels
+from swzc.analysis import FileAnalysis
+from swzc.errors import ExitCode, SwzcError
+from swzc.passes import block_swizzle
+from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rewrite_file
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_CODES = """\b
+Exit codes:
+  0  rewritten, or nothing to do (no kernel reads the block index)
+  1  every kernel that reads the block index was refused or declined
+  2  bad input: unreadable file, syntax error, unknown --hw, bad --swizzle or --set
+  3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written"""
+
+
+def _fail(message: str, code: ExitCode) -> None:
+    click.echo(f"swzc: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+def guarded(func: F) -> F:
+    """Every error reaches the user as a message and an exit code, never as a traceback."""
+
+    @wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except SwzcError as exc:
+            _fail(exc.message, exc.code)
+        except KeyboardInterrupt:
+            _fail("interrupted", ExitCode.CHECK_FAILED)
+        except Exception as exc:  # noqa: BLE001 - the boundary: report, never a traceback
+            _fail(f"internal error: {type(exc).__name__}: {exc} (please report this with the input file)", ExitCode.CHECK_FAILED)
+
+    return run  # type: ignore[return-value]
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a whole file or nothing: a temporary file in the same folder, then a rename."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        mode = target.stat().st_mode & 0o777 if target.exists() else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".swzc", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise SwzcError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
+                         help=f"Hardware model ({', '.join(hwmodels.available())}).")
+set_option = click.option("--set", "bindings", multiple=True, metavar="NAME=VALUE",
+                          help="Bind a macro, constant or kernel parameter the file leaves open (repeatable).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
+@click.version_option(__version__, prog_name="swzc")
+def main() -> None:
+    """Hardware-aware block swizzles for CUDA and HIP kernels."""
+
+
+@main.command(epilog=EXIT_CODES)
+@click.argument("file", type=click.Path(dir_okay=True))
+@click.option("-o", "--output", metavar="OUT", help="Write the rewritten file here ('-' for stdout).")
+@click.option("--in-place", is_flag=True, help="Overwrite FILE with the rewritten file.")
+@click.option("--patch", "patch_out", metavar="FILE", help="Write a unified diff (git apply accepts it; '-' for stdout).")
+@click.option("--swizzle", metavar="SPEC", help="identity, colmajor, grouped:G, xcd:N, or a chain joined by '+' "
+              "(e.g. xcd:8+grouped:8). Default: the documented rule for the hardware model.")
+@hw_option
+@set_option
+@click.option("--no-compile", is_flag=True, help="Skip compiling the rewritten file with nvcc/hipcc.")
+@click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG",
+              help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
+@json_option
+@guarded
+def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
+            bindings: tuple[str, ...], no_compile: bool, compile_flags: tuple[str, ...], as_json: bool) -> None:
+    """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
+    if output and in_place:
+        raise SwzcError("use either -o/--output or --in-place, not both")
+    if output and output != "-" and _same_file(output, file):
+        raise SwzcError(f"-o {output} is the input file; use --in-place to overwrite it")
+    if output == "-" and patch_out == "-":
+        raise SwzcError("-o - and --patch - would both write to stdout")
+    options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
+                      compile=not no_compile, compile_flags=compile_flags)
+    result = rewrite_file(file, options)
+    to_stdout = output == "-" or patch_out == "-"
+    if output and output != "-":
+        write_atomically(output, result.new)
+    if in_place and result.changed:
+        write_atomically(file, result.new)
+    if patch_out and patch_out != "-":
+        write_atomically(patch_out, result.patch.encode("utf-8", "surrogateescape"))
+    report = _rewrite_json(result, output, in_place, patch_out) if as_json else _rewrite_text(result, bool(output or in_place or patch_out))
+    click.echo(report, err=to_stdout)
+    if output == "-":
+        sys.stdout.buffer.write(result.new)
+        sys.stdout.flush()
+    if patch_out == "-":
+        click.echo(result.patch, nl=False)
+    sys.exit(int(result.exit_code))
+
+
+def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
+    lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
+    for o in result.outcomes:
+        head = f"  {o.name} (line {o.line}): {o.status}"
+        if o.status == "rewritten":
+            lines.append(f"{head} with {o.swizzle}")
+            lines.append(f"      {o.reason}")
+            lines.append(f"      proof: {o.proof}")
+        else:
+            lines.append(f"{head}: {o.reason}")
+    if not result.outcomes:
+        lines.append("  no __global__ kernels in this file")
+    if result.compile is not None:
+        c = result.compile
+        lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else "") + (f"\n      {c.command}" if c.command else ""))
+    if not result.changed:
+        lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
+    if result.changed:
+        lines.append("  not benchmarked: no GPU run was made for this patch")
+        if not wrote:
+            lines.append("  dry run: nothing written (use -o OUT, --in-place or --patch FILE)")
+    return "\n".join(lines)
+
+
+def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, patch_out: str | None) -> str:
+    doc = {
+        "file": result.path,
+        "dialect": result.dialect,
+        "hw": result.hw,
+        "changed": result.changed,
+        "exit_code": int(result.exit_code),
+        "benchmarked": False,
+        "kernels": [
+            {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
+             "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof}
+            for o in result.outcomes
+        ],
+        "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
+                                                         "detail": result.compile.detail},
+        "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},
+    }
+    return json.dumps(doc, indent=2)
+
+
+@main.command(epilog=EXIT_CODES)
+@click.argument("file", type=click.Path(dir_okay=True))
+@hw_option
+@set_option
+@json_option
+@guarded
+def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool) -> None:
+    """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
+    hw = load_hw(hw_name)
+    _, analysis = analyze_file(file, parse_bindings(list(bindings)))
+    records = _analysis_records(analysis, hw)
+    if as_json:
+        click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records}, indent=2))
+    else:
+        click.echo(_analysis_text(analysis, hw.name, records))
+
+
+def _analysis_records(analysis: FileAnalysis, hw: hwmodels.HardwareModel) -> list[dict[str, Any]]:
+    records = []
+    for index, k in enumerate(analysis.kernels):
+        got = block_swizzle.propose(analysis, index, hw, None)
+        proposal = isinstance(got, block_swizzle.Proposal)
+        grids = [launch.grid for launch in k.launches if launch.grid is not None]
+        records.append({
+            "name": k.name,
+            "line": k.line,
+            "status": "candidate" if proposal else got.status,  # type: ignore[union-attr]
+            "reason": "" if proposal else got.reason,  # type: ignore[union-attr]
+            "grid": list(grids[0]) if grids else None,
+            "adapter": k.adapter if k.reads_block_index else None,
+            "chosen": got.spec.name if proposal else None,  # type: ignore[union-attr]
+            "block_index_reads": [{"line": u.line, "text": u.text, "axis": u.axis, "in": u.function} for u in
+                                  (*k.uses, *(u for h in k.helpers for u in analysis.helpers[h].uses))],
+            "helpers": list(k.helpers),
+            "launches": [{"line": la.line, "api": la.api, "grid": la.grid_text, "grid_value": list(la.grid) if la.grid else None,
+                          "block": la.block_text, "block_value": list(la.block) if la.block else None,
+                          "decode_divisor_value": la.divisor} for la in k.launches],
+            "decode": None if k.decode is None else {"divisor": k.decode.divisor, "lines": list(k.decode.lines)},
+            "hazards": [{"line": h.line, "reason": h.reason} for h in k.hazards],
+            "notes": list(k.notes),
+        })
+    return records
+
+
+def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]]) -> str:
+    lines = [f"{analysis.path} ({analysis.dialect}, hw {hw}): {len(records)} kernel(s)"]
+    for r in records:
+        status = f"would rewrite with {r['chosen']}" if r["status"] == "candidate" else f"{r['status']}: {r['reason']}"
+        lines.append(f"\n  kernel {r['name']} (line {r['line']}): {status}")
+        if r["adapter"]:
+            lines.append(f"    grid shape: {r['adapter']}" + (f", decoded as blockIdx.x / {r['decode']['divisor']} (lines "
+                                                               f"{', '.join(map(str, r['decode']['lines']))})" if r["decode"] else ""))
+        for u in r["block_index_reads"]:
+            lines.append(f"    reads {u['text']} at line {u['line']}" + (f" (in helper {u['in']})" if u["in"] != r["name"] else ""))
+        for la in r["launches"]:
+            grid = "x".join(map(str, la["grid_value"])) if la["grid_value"] else "unknown"
+            extra = f", tile columns {la['decode_divisor_value']}" if la["decode_divisor_value"] is not None else ""
+            lines.append(f"    launched at line {la['line']} via {la['api']}: grid {la['grid']} = {grid}{extra}")
+        if not r["launches"]:
+            lines.append("    no launch in this file")
+        for h in r["hazards"]:
+            lines.append(f"    hazard: {h['reason']}")
+        for n in r["notes"]:
+            lines.append(f"    note: {n}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Headers that let nvcc compile-check HIP sources."""

@@ -1,0 +1,64 @@
+"""Byte-range edits against the original source, applied in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swzc.errors import ExitCode, SwzcError
+from swzc.source import SourceFile, first_syntax_error, load_bytes, parse
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace ``data[start:end]`` with ``text``; an insertion has start == end."""
+
+    start: int
+    end: int
+    text: bytes
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"bad edit range {self.start}..{self.end}")
+
+    @classmethod
+    def insert(cls, at: int, text: str) -> Edit:
+        return cls(at, at, text.encode("utf-8", "surrogateescape"))
+
+    @classmethod
+    def replace(cls, start: int, end: int, text: str) -> Edit:
+        return cls(start, end, text.encode("utf-8", "surrogateescape"))
+
+
+def overlapping(edits: list[Edit]) -> tuple[Edit, Edit] | None:
+    """Two edits that touch the same bytes (insertions at one point count as overlapping), or None."""
+    ordered = sorted(edits)
+    for before, after in zip(ordered, ordered[1:]):
+        if after.start < before.end or (after.start == before.start and before.start == before.end == after.end):
+            return before, after
+    return None
+
+
+def apply_edits(data: bytes, edits: list[Edit]) -> bytes:
+    """Apply non-overlapping edits back to front; an overlap is a bug in a pass and is refused."""
+    clash = overlapping(edits)
+    if clash is not None:
+        raise SwzcError(f"internal: overlapping edits {clash[0]} and {clash[1]}", ExitCode.CHECK_FAILED)
+    if any(edit.end > len(data) for edit in edits):
+        raise SwzcError("internal: an edit reaches past the end of the file", ExitCode.CHECK_FAILED)
+    out = data
+    for edit in sorted(edits, reverse=True):
+        out = out[: edit.start] + edit.text + out[edit.end :]
+    return out
+
+
+def rewrite(src: SourceFile, edits: list[Edit]) -> SourceFile:
+    """The edited file, re-parsed; the rewrite must not introduce a parse error."""
+    data = apply_edits(src.data, edits)
+    bad = first_syntax_error(parse(data).root_node)
+    if bad is not None:
+        line = data.count(b"\n", 0, bad.start_byte) + 1
+        raise SwzcError(
+            f"{src.path}: the rewrite introduced a syntax error at output line {line}; nothing written",
+            ExitCode.CHECK_FAILED,
+        )
+    return load_bytes(src.path, data)

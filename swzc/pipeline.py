@@ -1,0 +1,187 @@
+"""The pipeline: parse -> analyse -> propose -> prove -> splice -> apply + re-parse -> patch -> compile.
+
+A library API: `analyze_file` and `rewrite_file` return frozen results; input errors and failed checks
+are raised as SwzcError with an exit code.  Nothing here prints or writes the user's files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from swzc import hw as hwmodels
+from swzc import source
+from swzc.analysis import FileAnalysis, KernelInfo, analyze
+from swzc.compile import CompileReport, compile_check
+from swzc.edits import rewrite
+from swzc.errors import ExitCode, SwzcError
+from swzc.evaluate import Value
+from swzc.hw import HardwareModel
+from swzc.passes import block_swizzle
+from swzc.passes.block_swizzle import Decision, Proposal
+from swzc.patch import unified_patch
+from swzc.prove import Proof, prove
+from swzc.swizzles import SwizzleSpec
+
+
+@dataclass(frozen=True)
+class Options:
+    hw: HardwareModel
+    swizzle: SwizzleSpec | None = None  # None: the pass's documented default rule
+    bindings: Mapping[str, Value] = field(default_factory=dict)
+    compile: bool = True
+    compile_flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelOutcome:
+    name: str
+    line: int
+    status: str  # "rewritten", "refused", "declined", "untouched"
+    reason: str
+    swizzle: str | None = None
+    adapter: str | None = None
+    grids: tuple[tuple[int, int, int, int], ...] = ()
+    proof: str = ""
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    path: str
+    dialect: str
+    hw: str
+    outcomes: tuple[KernelOutcome, ...]
+    old: bytes
+    new: bytes
+    patch: str
+    compile: CompileReport | None
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.changed or not any(o.status in ("refused", "declined") for o in self.outcomes):
+            return ExitCode.OK
+        return ExitCode.DECLINED
+
+
+def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value]:
+    """--set NAME=VALUE, VALUE an integer (or a float)."""
+    bound: dict[str, Value] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096")
+        try:
+            bound[name] = int(value.strip(), 0)
+        except ValueError:
+            try:
+                bound[name] = float(value.strip())
+            except ValueError:
+                raise SwzcError(f"--set {pair!r}: VALUE must be a number") from None
+    return bound
+
+
+def parse_swizzle(text: str | None) -> SwizzleSpec | None:
+    if text is None:
+        return None
+    from swzc.swizzles import parse_spec
+
+    try:
+        return parse_spec(text)
+    except ValueError as exc:
+        raise SwzcError(f"--swizzle {text!r}: {exc}") from None
+
+
+def load_hw(name: str) -> HardwareModel:
+    return hwmodels.load(name)
+
+
+def analyze_file(path: str, bindings: Mapping[str, Value] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
+    src = source.load(path)
+    return src, analyze(src, bindings or {})
+
+
+def _proof_text(proof: Proof) -> str:
+    if proof.sampled:
+        return f"bijection on {len(proof.shapes)} sample grids (the file does not fix this kernel's grid)"
+    shapes = ", ".join(f"{x}x{y}x{z}" + (f" n={n}" if n else "") for x, y, z, n in proof.shapes)
+    return f"bijection on grid {shapes}"
+
+
+def rewrite_file(path: str, options: Options) -> RewriteResult:
+    src, analysis = analyze_file(path, options.bindings)
+    return rewrite_source(src, analysis, options)
+
+
+def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
+    decisions: dict[int, Decision] = {}
+    proposals: dict[int, Proposal] = {}
+    for index in range(len(analysis.kernels)):
+        got = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
+        if isinstance(got, Proposal):
+            proposals[index] = got
+        else:
+            decisions[index] = got
+
+    proofs: dict[int, Proof] = {}
+    if proposals:
+        order = sorted(proposals)
+        results = prove([(proposals[i].spec, proposals[i].adapter, proposals[i].shapes) for i in order])
+        for index, proof in zip(order, results):
+            if not proof.ok:
+                raise SwzcError(
+                    f"{src.path}: kernel {analysis.kernels[index].name}: {proof.spec} is not a permutation of the "
+                    f"grid: {proof.failure}; nothing written",
+                    ExitCode.CHECK_FAILED,
+                )
+            proofs[index] = proof
+            if proof.identity:
+                shapes = ", ".join(f"{x}x{y}x{z}" for x, y, z, _ in proof.shapes)
+                decisions[index] = Decision(index, "declined", f"{proof.spec} leaves every block in place on grid {shapes}")
+                del proposals[index]
+
+    accepted, refused = block_swizzle.settle(analysis, proposals)
+    for decision in refused:
+        decisions[decision.kernel] = decision
+
+    edits = block_swizzle.splice(analysis, accepted)
+    new_src = rewrite(src, edits) if edits else src
+    patch = unified_patch(src.path, src.data, new_src.data)
+
+    report = None
+    if options.compile and edits:
+        report = compile_check(src.path, src.data, new_src.data, src.dialect, options.hw, options.compile_flags)
+        if report.status == "failed":
+            raise SwzcError(
+                f"{src.path}: the rewritten file does not compile (the original does); nothing written.\n"
+                f"  command: {report.command}\n{report.detail}",
+                ExitCode.CHECK_FAILED,
+            )
+
+    outcomes = []
+    for index, kernel in enumerate(analysis.kernels):
+        grids = kernel.shapes or ()
+        if index in accepted:
+            p = accepted[index]
+            outcomes.append(KernelOutcome(kernel.name, kernel.line, "rewritten", _describe(kernel, p), p.spec.name,
+                                          p.adapter, grids, _proof_text(proofs[index])))
+        else:
+            d = decisions[index]
+            outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None, kernel.adapter if kernel.reads_block_index else None, grids))
+    return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report)
+
+
+def _describe(kernel: KernelInfo, proposal: Proposal) -> str:
+    where = {
+        "2d": "2D grid (rows blockIdx.y)",
+        "1d": f"1D grid decoded into tiles of {kernel.decode.divisor if kernel.decode else '?'} columns",
+        "linear": "1D grid",
+    }[proposal.adapter]
+    reads = [f"{len(kernel.uses)} block-index read(s) rewritten"] if kernel.uses else []
+    if kernel.helpers:
+        reads.append(f"helper(s) {', '.join(kernel.helpers)} rewritten")
+    return f"{proposal.spec.name} over the {where}; {' and '.join(reads)}"
