@@ -149,7 +149,9 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
         lines.append("  no __global__ kernels in this file")
     if result.compile is not None:
         c = result.compile
-        lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else "") + (f"\n      {c.command}" if c.command else ""))
+        lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
+        if c.command and c.status != "ok":
+            lines.append(f"      {c.command}")
     if not result.changed:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
     if result.changed:
