@@ -52,6 +52,8 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
     kernel = analysis.kernels[index]
     if kernel.hazards and (kernel.reads_block_index or any("block index" in h.reason for h in kernel.hazards)):
         return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
+    if kernel.swizzled_by and not kernel.uses:
+        return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")
     if not kernel.reads_block_index:
         return Decision(index, "untouched", "does not read the block index")
     if kernel.decode is not None and kernel.decode.splice_text is None:
@@ -148,4 +150,6 @@ def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edi
                 edits.append(Edit.replace(use.start, use.end, f"{call}.{use.axis}" if use.axis else call))
     uses = [(p.spec, p.adapter) for p in accepted.values()]
     edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + cxx_library(uses) + "\n"))
+    if analysis.newline != "\n":
+        edits = [Edit(e.start, e.end, e.text.replace(b"\n", analysis.newline.encode())) for e in edits]
     return edits

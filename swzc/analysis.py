@@ -103,6 +103,7 @@ class KernelInfo:
     inline: bool  # the insertion point is mid-line
     library_at: int  # start of the top-level item that holds the kernel
     spelling: str  # the block-index spelling the kernel uses
+    swizzled_by: str = ""  # the swzc swizzle function a kernel already calls (a file swzc rewrote before)
 
     @property
     def reads_block_index(self) -> bool:
@@ -135,6 +136,7 @@ class FileAnalysis:
     helpers: Mapping[str, Helper]
     callers: Mapping[str, tuple[str, ...]]  # helper -> kernels that reach it
     identifiers: frozenset[str] = field(default_factory=frozenset)
+    newline: str = "\n"  # the file's line ending, for inserted lines
 
 
 # ---- tree helpers -------------------------------------------------------------------------------------
@@ -413,9 +415,12 @@ def _uses_in(src: SourceFile, body: Node, function: str) -> tuple[list[BlockUse]
             continue
         (use,) = captures["use"]
         if "object" in captures:
+            fields.add(captures["object"][0].start_byte)
+        if _spliced_call(use):
+            continue
+        if "object" in captures:
             obj = text(captures["object"][0]).lstrip(":")
             axis = text(captures["axis"][0])
-            fields.add(captures["object"][0].start_byte)
             spelling = "cuda"
         else:
             obj, axis = ("blockIdx" if "BlockIdx" in text(use) else "gridDim"), text(use)[-1]
@@ -432,6 +437,20 @@ def _uses_in(src: SourceFile, body: Node, function: str) -> tuple[list[BlockUse]
             uses.append(BlockUse(outer.start_byte, outer.end_byte, "", "cuda", function, _line(outer), text(outer)))
     uses.sort(key=lambda u: u.start)
     return uses, grid_reads
+
+
+def _spliced_call(node: Node) -> str:
+    """The name of the swzc swizzle call `node` is an argument of (a file swzc already rewrote), or ''."""
+    args = node.parent
+    if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
+        return ""
+    callee = _callee(args.parent)
+    return callee if callee.startswith("swzc_") else ""
+
+
+def _swizzled_by(body: Node) -> str:
+    reads = (n for n in walk(body) if n.type in ("field_expression", "identifier") and _BLOCK_INDEX_TEXT.match(text(n).lstrip(":")))
+    return next((c for c in map(_spliced_call, reads) if c), "")
 
 
 def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], volatile: set[str], grid_reads: list[Node]) -> list[Hazard]:
@@ -462,16 +481,29 @@ def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], vol
                 found.append(Hazard(_line(node), f"reads the block index through {word} (line {_line(node)}){where}"))
         elif kind == "gnu_asm_expression" and _ASM_BLOCK_INDEX.search(text(node)):
             found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}"))
-    for read in grid_reads:
-        parent = read.parent
-        while parent is not None and parent.type not in ("assignment_expression", "compound_statement"):
-            parent = parent.parent
-        if parent is not None and parent.type == "assignment_expression":
-            op = text(parent.child_by_field_name("operator"))
-            target = text(parent.child_by_field_name("left"))
-            right = parent.child_by_field_name("right")
-            if op in ("+=", "-=") or (op == "=" and right is not None and re.search(rf"\b{re.escape(target)}\b", text(right))):
-                found.append(Hazard(_line(parent), f"grid-stride or persistent loop (line {_line(parent)}){where}: the block "
+    found += _grid_strides(body, grid_reads, where)
+    return found
+
+
+def _grid_strides(body: Node, grid_reads: list[Node], where: str) -> list[Hazard]:
+    """`i += gridDim.x`, `i = i + stride` with `stride = blockDim.x * gridDim.x`: a grid-stride loop."""
+    grid_at = {(r.start_byte, r.end_byte) for r in grid_reads}
+    derived: set[str] = set()
+
+    def reads_grid(node: Node) -> bool:
+        return any((n.start_byte, n.end_byte) in grid_at or n.type == "identifier" and text(n) in derived for n in walk(node))
+
+    found = []
+    for node in walk(body):  # document order: a stride is declared before the loop that uses it
+        if node.type == "init_declarator" and node.child_by_field_name("value") is not None and reads_grid(node.child_by_field_name("value")):
+            derived.add(_declared_name(node))
+        elif node.type == "assignment_expression":
+            op = text(node.child_by_field_name("operator"))
+            target = text(node.child_by_field_name("left"))
+            right = node.child_by_field_name("right")
+            steps = op in ("+=", "-=") or op == "=" and right is not None and re.search(rf"\b{re.escape(target)}\b", text(right))
+            if steps and right is not None and reads_grid(right):
+                found.append(Hazard(_line(node), f"grid-stride or persistent loop (line {_line(node)}){where}: the block "
                                     "index is a starting point, not a tile; swzc does not remap these"))
     return found
 
@@ -743,17 +775,19 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
                 record = Launch(**{**record.__dict__, "divisor": int(value) if value is not None else None})
             mine.append(record)
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
+        swizzled_by = _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
         records.append(
             KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
-                       tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling)
+                       tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by)
         )
     helper_records = {
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
     }
     identifiers = frozenset(text(n) for n in walk(src.tree.root_node) if n.type in ("identifier", "type_identifier", "field_identifier"))
+    newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
-                        {k: tuple(v) for k, v in callers.items()}, identifiers)
+                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline)
 
 
 def _calls(function: Node, device: Mapping[str, object]) -> set[str]:

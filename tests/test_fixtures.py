@@ -51,3 +51,16 @@ def test_fixture_output_compiles(case, tmp_path, monkeypatch):
     _, _, _, result = _run(case, tmp_path, monkeypatch)
     doc = json.loads(result.stdout)
     assert doc["compile"]["status"] == "ok", doc["compile"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_rewriting_twice_changes_nothing(case, tmp_path, monkeypatch):
+    """swzc's own output is recognised: a second run (e.g. a pre-commit hook) rewrites no kernel again."""
+    spec = tomllib.loads((case / "case.toml").read_text())
+    (expected,) = case.glob("expected.*")
+    monkeypatch.chdir(case)
+    out = tmp_path / f"again{expected.suffix}"
+    result = CliRunner().invoke(main, ["rewrite", expected.name, "-o", str(out), "--json", "--no-compile", *spec["args"]])
+    doc = json.loads(result.stdout)
+    assert not doc["changed"] and out.read_bytes() == expected.read_bytes()
+    assert all(k["status"] != "rewritten" for k in doc["kernels"])

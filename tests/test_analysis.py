@@ -1,0 +1,92 @@
+"""Analysis records: decodes, hazards, launches, helpers, line endings."""
+
+import pytest
+
+from swzc.analysis import analyze
+from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
+from swzc.source import load_bytes
+
+
+def kernels(code: str, **bindings):
+    return {k.name: k for k in analyze(load_bytes("t.cu", code.encode()), bindings).kernels}
+
+
+def test_stride_variable_marks_a_grid_stride_loop():
+    (k,) = kernels("""
+__global__ void k(float* x, int n) {
+  const int stride = blockDim.x * gridDim.x;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) x[i] = 0;
+}""").values()
+    assert any("grid-stride" in h.reason for h in k.hazards)
+
+
+def test_plain_loops_are_not_hazards():
+    (k,) = kernels("""
+__global__ void k(float* x, const float* a, int n) {
+  float acc = 0;
+  for (int j = 0; j < n; ++j) acc += a[blockIdx.y * n + j];
+  while (acc > 1.0f) acc *= 0.5f;
+  atomicAdd(&x[blockIdx.x], acc);
+}""").values()
+    assert k.hazards == ()
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("while (atomicCAS(lock, 0, 1) != 0) { }", "waits on memory"),
+    ("while (flag[0] == 0);", "waits on memory"),
+    ("unsigned t = atomicInc(counter, 10u); x[t] = 0;", "atomic ticket"),
+    ("asm volatile(\"mov.u32 %0, %%ctaid.x;\" : \"=r\"(lock[0]));", "inline assembly"),
+    ("__builtin_amdgcn_workgroup_id_x();", "through __builtin_amdgcn_workgroup_id_x"),
+])
+def test_hazards(body, reason):
+    (k,) = kernels(f"""
+__global__ void k(float* x, int* lock, int* flag, unsigned* counter) {{
+  x[blockIdx.x] = 1;
+  {body}
+}}""").values()
+    assert any(reason in h.reason for h in k.hazards), k.hazards
+
+
+def test_decode_through_a_copy_and_a_later_local():
+    (k,) = kernels("""
+#define BN 64
+__global__ void k(float* c, int n) {
+  const int pid = blockIdx.x;
+  const int tiles = (n + BN - 1) / BN;
+  c[(pid / tiles) * n + pid % tiles] = 0;
+}
+int main() { k<<<64 * 100, 256>>>(0, 6400); }""").values()
+    assert k.adapter == "1d" and k.decode.divisor == "tiles"
+    assert k.decode.splice_text == "(n + BN - 1) / BN"
+    assert k.shapes == ((6400, 1, 1, 100),)
+
+
+def test_launch_grids_follow_set_bindings_and_template_args():
+    code = """
+template <int T> __global__ void k(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = T; }
+int main(int argc, char** argv) {
+  int n = atoi(argv[1]);
+  k<16><<<dim3(n / 16, n / 16), 256>>>(0, n);
+}"""
+    assert kernels(code)["k"].launches[0].grid is None
+    assert kernels(code, n=4096)["k"].launches[0].grid == (256, 256, 1)
+
+
+def test_hip_launch_and_helper_reads():
+    code = """
+#include <hip/hip_runtime.h>
+__device__ int row() { return hipBlockIdx_y * 16 + hipThreadIdx_y; }
+__global__ void k(float* c, int n) { c[row() * n + hipBlockIdx_x] = 0; }
+int main() { hipLaunchKernelGGL(HIP_KERNEL_NAME(k), dim3(8, 9), dim3(16, 16), 0, 0, nullptr, 8); }"""
+    analysis = analyze(load_bytes("t.hip", code.encode()))
+    (k,) = analysis.kernels
+    assert analysis.dialect == "hip" and k.helpers == ("row",) and k.spelling == "hip"
+    assert k.launches[0].api == "hipLaunchKernelGGL" and k.launches[0].grid == (8, 9, 1)
+
+
+def test_crlf_files_stay_crlf():
+    code = "__global__ void k(float* c) {\r\n  c[blockIdx.y * 64 + blockIdx.x] = 0;\r\n}\r\n"
+    src = load_bytes("t.cu", code.encode())
+    result = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
+    assert result.changed
+    assert result.new.count(b"\n") == result.new.count(b"\r\n")
