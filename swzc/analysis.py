@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
@@ -352,9 +352,18 @@ def _local_scope(function: Node, at: int, outer: Scope) -> Scope:
     return outer.child(names)  # type: ignore[arg-type]
 
 
+_CONDITIONAL = frozenset({"if_statement", "else_clause", "for_statement", "for_range_loop", "while_statement",
+                          "do_statement", "switch_statement", "case_statement", "conditional_expression",
+                          "binary_expression", "lambda_expression"})
+
+
 def _block_of(node: Node) -> Node | None:
+    """The block a definition always runs in, or None when it runs only under a condition or in a loop
+    header (an unbraced `if (c) n = 8;`, `c && (n = 8)`, `c ? (n = 8) : 0`, `for (int i = 0; …)`)."""
     parent = node.parent
     while parent is not None and parent.type != "compound_statement":
+        if parent.type in _CONDITIONAL:
+            return None
         parent = parent.parent
     return parent
 
@@ -383,6 +392,8 @@ class _Evaluator(Evaluator):
     """The evaluator, plus dim3 variables assembled from `dim3 g; g.x = …` and `dim3 g(a, b)`."""
 
     def dim3(self, node: Node | None, depth: int = 0) -> Dim3 | None:
+        if node is not None and node.type == "argument_list":  # the arguments of `dim3 g(a, b)`
+            return self._components([c for c in node.named_children if c.type != "comment"], depth)
         if node is not None and node.type == "identifier":
             bound = self.scope.find(text(node))
             if isinstance(bound, _Dim3Parts):
@@ -398,7 +409,7 @@ class _Evaluator(Evaluator):
                         dims[i] = int(value)
                 return dims[0], dims[1], dims[2]
             if isinstance(bound, Node) and bound.type == "argument_list":
-                return self._components([c for c in bound.named_children if c.type != "comment"], depth)
+                return self.dim3(bound, depth + 1)
         return super().dim3(node, depth)
 
 
@@ -655,9 +666,16 @@ def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[t
             function = function.parent
         host = _local_scope(function, launch.start_byte, scope) if function is not None else scope
         ev = _Evaluator(host)
-        record = Launch(name, _line(launch), api, text(grid), text(block), ev.dim3(grid), ev.dim3(block))
+        record = Launch(name, _line(launch), api, text(grid), text(block), _valid(ev.dim3(grid)), _valid(ev.dim3(block)))
         found.append((name, launch, record, targs, kargs, host))
     return found
+
+
+def _valid(dims: Dim3 | None) -> Dim3 | None:
+    """A launch size within CUDA's limits (x < 2^31, y and z < 2^16), or None: a bad launch fixes no grid."""
+    if dims is None or not (1 <= dims[0] < 1 << 31 and 1 <= dims[1] < 1 << 16 and 1 <= dims[2] < 1 << 16):
+        return None
+    return dims
 
 
 def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
@@ -772,7 +790,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
                         bound[pname] = value
                 kscope = _local_scope(function, divisor.start_byte, scope.child(bound))
                 value = _Evaluator(kscope).value(divisor)
-                record = Launch(**{**record.__dict__, "divisor": int(value) if value is not None else None})
+                record = replace(record, divisor=int(value) if value is not None else None)
             mine.append(record)
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
         swizzled_by = _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")

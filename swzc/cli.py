@@ -131,7 +131,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         sys.stdout.buffer.write(result.new)
         sys.stdout.flush()
     if patch_out == "-":
-        click.echo(result.patch, nl=False)
+        sys.stdout.buffer.write(result.patch.encode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
     sys.exit(int(result.exit_code))
 
 

@@ -149,7 +149,12 @@ class Evaluator:
     def value(self, node: Node | None, depth: int = 0) -> Value | None:
         if node is None or depth > _MAX_DEPTH:
             return None
-        result = self._value(node, depth + 1)
+        try:
+            result = self._value(node, depth + 1)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return None
+        if isinstance(result, float) and not math.isfinite(result):
+            return None
         return result if isinstance(result, (int, float)) else None
 
     def dim3(self, node: Node | None, depth: int = 0) -> Dim3 | None:

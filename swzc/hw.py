@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from importlib import resources
@@ -33,7 +34,8 @@ class HardwareModel:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         if self.dispatch not in DISPATCH_POLICIES:
             raise ValueError(f"dispatch must be one of {', '.join(DISPATCH_POLICIES)}, not {self.dispatch!r}")
-        if not isinstance(self.dram_bytes_per_s, (int, float)) or self.dram_bytes_per_s <= 0:
+        bandwidth = self.dram_bytes_per_s
+        if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < math.inf:
             raise ValueError(f"dram_bytes_per_s must be a positive number, not {self.dram_bytes_per_s!r}")
 
 

@@ -25,7 +25,11 @@ def patch_path(path: str) -> str:
 
 
 def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    """Lines as diff tools see them: split at '\n' only (str.splitlines would also split at form feeds,
+    lone '\r' and other separators that git does not treat as line ends)."""
+    parts = data.decode("utf-8", "surrogateescape").split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return lines + [parts[-1]] if parts[-1] else lines
 
 
 def unified_patch(path: str, old: bytes, new: bytes) -> str:

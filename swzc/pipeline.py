@@ -6,6 +6,7 @@ are raised as SwzcError with an exit code.  Nothing here prints or writes the us
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.patch import unified_patch
 from swzc.prove import Proof, prove
-from swzc.swizzles import SwizzleSpec
+from swzc.swizzles import SwizzleSpec, parse_spec
 
 
 @dataclass(frozen=True)
@@ -79,17 +80,18 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value]:
             bound[name] = int(value.strip(), 0)
         except ValueError:
             try:
-                bound[name] = float(value.strip())
+                number = float(value.strip())
             except ValueError:
-                raise SwzcError(f"--set {pair!r}: VALUE must be a number") from None
+                number = math.nan
+            if not math.isfinite(number):
+                raise SwzcError(f"--set {pair!r}: VALUE must be a finite number") from None
+            bound[name] = number
     return bound
 
 
 def parse_swizzle(text: str | None) -> SwizzleSpec | None:
     if text is None:
         return None
-    from swzc.swizzles import parse_spec
-
     try:
         return parse_spec(text)
     except ValueError as exc:

@@ -1,0 +1,147 @@
+"""swzc.hw: the bundled hardware models and the validation of a model file."""
+
+import dataclasses
+import math
+
+import pytest
+
+from swzc import hw
+from swzc.errors import ExitCode, SwzcError
+
+H200_TOML = """\
+name = "h200"
+vendor = "nvidia"
+arch = "sm_90"
+compute_units = 132
+l2_bytes = 62914560
+l2_partitions = 2
+l2_line_bytes = 128
+chiplets = 1
+dispatch = "round-robin-gpc"
+dram_bytes_per_s = 4.8e12
+"""
+
+
+def test_available_lists_the_bundled_models():
+    names = hw.available()
+    assert {"h200", "mi300x"} <= set(names)
+    assert names == sorted(names)
+
+
+def test_h200():
+    m = hw.load("h200")
+    assert (m.name, m.vendor, m.arch) == ("h200", "nvidia", "sm_90")
+    assert m.compute_units == 132
+    assert m.chiplets == 1
+    assert m.l2_bytes == 60 * 1024 * 1024
+    assert m.l2_partitions == 2 and m.l2_line_bytes == 128
+    assert m.dispatch == "round-robin-gpc"
+    assert m.dram_bytes_per_s == pytest.approx(4.8e12)
+
+
+def test_mi300x():
+    m = hw.load("mi300x")
+    assert (m.name, m.vendor, m.arch) == ("mi300x", "amd", "gfx942")
+    assert m.compute_units == 304
+    assert m.chiplets == 8
+    assert m.l2_bytes == 8 * 4 * 1024 * 1024
+    assert m.l2_partitions == 8 and m.l2_line_bytes == 128
+    assert m.dispatch == "chiplet-round-robin"
+    assert m.dram_bytes_per_s == pytest.approx(5.3e12)
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_every_bundled_model_names_itself(name):
+    assert hw.load(name).name == name
+
+
+def test_models_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hw.load("h200").compute_units = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", ["a100", "H200", "", "../h200", "h200.toml"])
+def test_unknown_model(name):
+    with pytest.raises(SwzcError) as info:
+        hw.load(name)
+    assert info.value.code == ExitCode.BAD_INPUT
+    assert "h200" in info.value.message and "mi300x" in info.value.message
+
+
+def test_parse_model_accepts_a_good_file():
+    m = hw.parse_model(H200_TOML, "my.toml")
+    assert m == hw.load("h200")
+
+
+def _edit(key: str, value: str | None) -> str:
+    """H200_TOML with `key` set to the raw TOML `value`, or removed when value is None."""
+    lines = [line for line in H200_TOML.splitlines() if not line.startswith(f"{key} =")]
+    if value is not None:
+        lines.append(f"{key} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+BAD_MODELS = {
+    "bad-toml": (H200_TOML + "name = \n", "not valid TOML"),
+    "duplicate-key": (H200_TOML + 'name = "again"\n', "not valid TOML"),
+    "empty": ("", "missing"),
+    "missing-key": (_edit("arch", None), "missing arch"),
+    "unknown-key": (H200_TOML + "tensor_cores = 528\n", "unknown key(s) tensor_cores"),
+    "unknown-table": (H200_TOML + "[extra]\nx = 1\n", "unknown key(s) extra"),
+    "negative-count": (_edit("compute_units", "-4"), "compute_units must be a positive integer"),
+    "zero-chiplets": (_edit("chiplets", "0"), "chiplets must be a positive integer"),
+    "float-count": (_edit("l2_bytes", "6.0e7"), "l2_bytes must be a positive integer"),
+    "bool-count": (_edit("l2_partitions", "true"), "l2_partitions must be a positive integer"),
+    "string-count": (_edit("l2_line_bytes", '"128"'), "l2_line_bytes must be a positive integer"),
+    "bad-vendor": (_edit("vendor", '"intel"'), "vendor must be 'nvidia' or 'amd'"),
+    "bad-dispatch": (_edit("dispatch", '"random"'), "dispatch must be one of"),
+    "non-string-name": (_edit("name", "5"), "name must be a string"),
+    "non-string-arch": (_edit("arch", "90"), "arch must be a string"),
+    "negative-dram": (_edit("dram_bytes_per_s", "-1.0"), "dram_bytes_per_s must be a positive number"),
+    "string-dram": (_edit("dram_bytes_per_s", '"fast"'), "dram_bytes_per_s must be a positive number"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_MODELS))
+def test_parse_model_errors_name_the_file(case):
+    text, why = BAD_MODELS[case]
+    with pytest.raises(SwzcError) as info:
+        hw.parse_model(text, "models/my_gpu.toml")
+    assert info.value.code == ExitCode.BAD_INPUT
+    assert info.value.message.startswith("models/my_gpu.toml: ")
+    assert why in info.value.message
+
+
+def test_missing_keys_are_all_listed():
+    with pytest.raises(SwzcError) as info:
+        hw.parse_model(_edit("arch", None).replace("chiplets = 1\n", ""), "x.toml")
+    assert "missing arch, chiplets" in info.value.message
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "true"])
+def test_dram_bandwidth_must_be_a_finite_positive_number(raw):
+    try:
+        model = hw.parse_model(_edit("dram_bytes_per_s", raw), "x.toml")
+    except SwzcError as exc:
+        assert exc.message.startswith("x.toml: ")
+        return
+    raise AssertionError(f"accepted dram_bytes_per_s = {raw}: {model.dram_bytes_per_s!r}")
+
+
+def test_dispatch_policies():
+    assert set(hw.DISPATCH_POLICIES) == {"round-robin-gpc", "chiplet-round-robin", "linear"}
+    for policy in hw.DISPATCH_POLICIES:
+        assert hw.parse_model(_edit("dispatch", f'"{policy}"'), "x.toml").dispatch == policy
+
+
+def test_integer_dram_bandwidth_is_accepted():
+    m = hw.parse_model(_edit("dram_bytes_per_s", "4800000000000"), "x.toml")
+    assert math.isclose(m.dram_bytes_per_s, 4.8e12)
+
+
+def test_hardware_model_validates_directly():
+    good = dataclasses.asdict(hw.load("mi300x"))
+    with pytest.raises(ValueError, match="chiplets"):
+        hw.HardwareModel(**{**good, "chiplets": -8})
+    with pytest.raises(ValueError, match="vendor"):
+        hw.HardwareModel(**{**good, "vendor": "AMD"})
