@@ -177,6 +177,8 @@ def _callee(call: Node) -> str:
         return ""
     if function.type == "template_function":
         function = function.child_by_field_name("name")
+    if function is not None and function.type == "field_expression":  # obj.load(): the method's name
+        return text(function.child_by_field_name("field"))
     if function is not None and function.type == "qualified_identifier":
         return text(function).split("::")[-1].strip()
     return text(function)
@@ -526,7 +528,7 @@ def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:
     for node in walk(cond):
         if node.type == "call_expression":
             callee = _callee(node)
-            if _WAIT_CALLS.match(callee) or callee in ("load", "test", "wait"):
+            if _WAIT_CALLS.match(callee) or callee in ("load", "test_wait", "try_wait"):
                 return True
         if node.type == "identifier" and text(node) in volatile:
             return True

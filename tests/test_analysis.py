@@ -90,3 +90,13 @@ def test_crlf_files_stay_crlf():
     result = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
     assert result.changed
     assert result.new.count(b"\n") == result.new.count(b"\r\n")
+
+
+def test_spinning_on_an_atomic_load_is_a_hazard():
+    (k,) = kernels("""
+#include <cuda/atomic>
+__global__ void k(float* x, cuda::atomic<int>* ready) {
+  while (ready->load() == 0) { }
+  x[blockIdx.x] = 1;
+}""").values()
+    assert any("waits on memory" in h.reason for h in k.hazards)
