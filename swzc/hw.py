@@ -1,4 +1,8 @@
-"""Hardware models: one TOML per GPU under hwmodels/, loaded into a frozen, validated record."""
+"""Hardware models: one TOML per GPU under hwmodels/, loaded into a frozen, validated record.
+
+Every figure in a model file names its source in the file's [sources] table (a datasheet or white
+paper, or "measured …" with the date and the command); a figure without a source is an error.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,18 @@ import math
 import tomllib
 from dataclasses import dataclass, fields
 from importlib import resources
+from pathlib import Path
 
 from swzc.errors import SwzcError
 
-DISPATCH_POLICIES = ("round-robin-gpc", "chiplet-round-robin", "linear")
+DISPATCH_POLICIES = (
+    "round-robin-gpc",  # NVIDIA: consecutive blocks to TPC pairs striding over GPCs (block_to_cu when measured)
+    "chiplet-round-robin",  # AMD: block b to chiplet b mod chiplets, each chiplet with its own L2
+    "linear",  # block b to compute unit b mod compute_units
+)
+_INTS = ("compute_units", "l2_bytes", "l2_partitions", "l2_line_bytes", "l2_sector_bytes", "l2_ways", "chiplets",
+         "warp_size", "max_threads_per_cu", "max_blocks_per_cu", "regs_per_cu", "smem_per_cu")
+_OPTIONAL = ("block_to_cu", "cu_partition", "l2_far_extra_cycles")
 
 
 @dataclass(frozen=True)
@@ -18,17 +30,28 @@ class HardwareModel:
     vendor: str  # "nvidia" or "amd"
     arch: str  # compiler target, e.g. sm_90, gfx942
     compute_units: int  # SMs or CUs
-    l2_bytes: int  # total L2 over all partitions
-    l2_partitions: int
+    l2_bytes: int  # total L2 over all partitions and chiplets
+    l2_partitions: int  # physical slices (Hopper: 2 partitions; MI300X: one L2 per XCD)
     l2_line_bytes: int
+    l2_sector_bytes: int  # the unit DRAM traffic is counted in (NVIDIA: 32 B sectors)
+    l2_ways: int
     chiplets: int  # dies with a private L2 that blocks are dealt to round-robin (AMD XCDs); 1 if monolithic
     dispatch: str
     dram_bytes_per_s: float
+    warp_size: int
+    max_threads_per_cu: int
+    max_blocks_per_cu: int
+    regs_per_cu: int  # 32-bit registers
+    smem_per_cu: int  # bytes of shared memory (LDS) a compute unit can give to resident blocks
+    sources: tuple[tuple[str, str], ...]  # (figure, where it comes from)
+    block_to_cu: tuple[int, ...] = ()  # measured: the SM/CU of each block of a probe launch, in launch order
+    cu_partition: tuple[int, ...] = ()  # measured: the near L2 partition of each SM/CU id
+    l2_far_extra_cycles: float = 0.0  # measured: extra L2 hit latency from the far partition
 
     def __post_init__(self) -> None:
         if self.vendor not in ("nvidia", "amd"):
             raise ValueError(f"vendor must be 'nvidia' or 'amd', not {self.vendor!r}")
-        for name in ("compute_units", "l2_bytes", "l2_partitions", "l2_line_bytes", "chiplets"):
+        for name in _INTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
@@ -36,7 +59,29 @@ class HardwareModel:
             raise ValueError(f"dispatch must be one of {', '.join(DISPATCH_POLICIES)}, not {self.dispatch!r}")
         bandwidth = self.dram_bytes_per_s
         if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < math.inf:
-            raise ValueError(f"dram_bytes_per_s must be a positive number, not {self.dram_bytes_per_s!r}")
+            raise ValueError(f"dram_bytes_per_s must be a positive number, not {bandwidth!r}")
+        if self.l2_bytes % (self.l2_line_bytes * self.l2_ways) or self.l2_line_bytes % self.l2_sector_bytes:
+            raise ValueError("l2_bytes must be whole sets of l2_ways lines, and lines whole sectors")
+        if self.l2_bytes % self.chiplets:
+            raise ValueError("l2_bytes must split evenly over the chiplets")
+        if any(not 0 <= cu < self.compute_units for cu in self.block_to_cu):
+            raise ValueError("block_to_cu names a compute unit the model does not have")
+        if self.cu_partition and (len(self.cu_partition) != self.compute_units or
+                                  any(not 0 <= p < self.l2_partitions for p in self.cu_partition)):
+            raise ValueError("cu_partition must give a partition below l2_partitions for every compute unit")
+        have = {figure for figure, _ in self.sources}
+        missing = [f.name for f in fields(self) if f.name not in ("name", "sources") and f.name not in have
+                   and (f.name not in _OPTIONAL or getattr(self, f.name))]
+        if missing:
+            raise ValueError(f"no source given for {', '.join(missing)} (add them to [sources])")
+
+    @property
+    def l2_bytes_per_domain(self) -> int:
+        """The L2 a block can hit in: a chiplet's own L2, or the whole L2 of a monolithic GPU."""
+        return self.l2_bytes // self.chiplets
+
+    def source(self, figure: str) -> str:
+        return dict(self.sources).get(figure, "")
 
 
 def available() -> list[str]:
@@ -49,7 +94,8 @@ def parse_model(text: str, origin: str) -> HardwareModel:
     except tomllib.TOMLDecodeError as exc:
         raise SwzcError(f"{origin}: not valid TOML: {exc}") from None
     wanted = {f.name for f in fields(HardwareModel)}
-    missing = sorted(wanted - raw.keys())
+    required = {f.name for f in fields(HardwareModel) if f.name not in _OPTIONAL}
+    missing = sorted(required - raw.keys())
     unknown = sorted(raw.keys() - wanted)
     if missing:
         raise SwzcError(f"{origin}: missing {', '.join(missing)}")
@@ -58,16 +104,27 @@ def parse_model(text: str, origin: str) -> HardwareModel:
     for name in ("name", "vendor", "arch", "dispatch"):
         if not isinstance(raw[name], str):
             raise SwzcError(f"{origin}: {name} must be a string")
+    if not isinstance(raw["sources"], dict) or not all(isinstance(v, str) and v.strip() for v in raw["sources"].values()):
+        raise SwzcError(f"{origin}: [sources] must map each figure to a non-empty string")
+    for name in ("block_to_cu", "cu_partition"):
+        if name in raw and not (isinstance(raw[name], list) and all(isinstance(v, int) and not isinstance(v, bool) for v in raw[name])):
+            raise SwzcError(f"{origin}: {name} must be a list of integers")
+    raw["sources"] = tuple(sorted(raw["sources"].items()))
+    for name in ("block_to_cu", "cu_partition"):
+        if name in raw:
+            raw[name] = tuple(raw[name])
     try:
         return HardwareModel(**raw)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise SwzcError(f"{origin}: {exc}") from None
 
 
 def load(name: str) -> HardwareModel:
-    """A bundled model by name (h200, mi300x, …)."""
+    """A bundled model by name (h200, mi300x, …), or a model file by path (ending in .toml)."""
+    if name.endswith(".toml") and Path(name).is_file():
+        return parse_model(Path(name).read_text(encoding="utf-8"), name)
     names = available()
     if name not in names:
-        raise SwzcError(f"unknown hardware model {name!r}; known: {', '.join(names)}")
+        raise SwzcError(f"unknown hardware model {name!r}; known: {', '.join(names)} (or a path to a .toml file)")
     text = resources.files("swzc.hwmodels").joinpath(f"{name}.toml").read_text(encoding="utf-8")
     return parse_model(text, f"hwmodels/{name}.toml")

@@ -2,29 +2,19 @@
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
 from swzc import hw
 from swzc.errors import ExitCode, SwzcError
 
-H200_TOML = """\
-name = "h200"
-vendor = "nvidia"
-arch = "sm_90"
-compute_units = 132
-l2_bytes = 62914560
-l2_partitions = 2
-l2_line_bytes = 128
-chiplets = 1
-dispatch = "round-robin-gpc"
-dram_bytes_per_s = 4.8e12
-"""
+H200_TOML = (Path(__file__).resolve().parents[1] / "hwmodels" / "h200.toml").read_text()
 
 
 def test_available_lists_the_bundled_models():
     names = hw.available()
-    assert {"h200", "mi300x"} <= set(names)
+    assert {"a100", "h100", "h200", "mi250x", "mi300x"} <= set(names)
     assert names == sorted(names)
 
 
@@ -60,7 +50,7 @@ def test_models_are_frozen():
         hw.load("h200").compute_units = 1  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("name", ["a100", "H200", "", "../h200", "h200.toml"])
+@pytest.mark.parametrize("name", ["b200", "H200", "", "../h200", "h200.toml"])
 def test_unknown_model(name):
     with pytest.raises(SwzcError) as info:
         hw.load(name)
@@ -73,20 +63,24 @@ def test_parse_model_accepts_a_good_file():
     assert m == hw.load("h200")
 
 
-def _edit(key: str, value: str | None) -> str:
-    """H200_TOML with `key` set to the raw TOML `value`, or removed when value is None."""
-    lines = [line for line in H200_TOML.splitlines() if not line.startswith(f"{key} =")]
+def _edit(key: str, value: str | None, drop: bool = True) -> str:
+    """H200_TOML with top-level `key` set to the raw TOML `value` (removed when value is None)."""
+    head, sep, sources = H200_TOML.partition("\n[sources]\n")
+    lines = [line for line in head.splitlines() if not (drop and line.startswith(f"{key} ="))]
     if value is not None:
         lines.append(f"{key} = {value}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + sep + sources
 
 
 BAD_MODELS = {
     "bad-toml": (H200_TOML + "name = \n", "not valid TOML"),
-    "duplicate-key": (H200_TOML + 'name = "again"\n', "not valid TOML"),
+    "duplicate-key": (_edit("name", '"again"', drop=False), "not valid TOML"),
     "empty": ("", "missing"),
     "missing-key": (_edit("arch", None), "missing arch"),
-    "unknown-key": (H200_TOML + "tensor_cores = 528\n", "unknown key(s) tensor_cores"),
+    "unknown-key": (_edit("tensor_cores", "528"), "unknown key(s) tensor_cores"),
+    "no-source": (H200_TOML.replace('\nl2_ways = "assumed', '\nl2_way = "assumed'), "no source given for l2_ways"),
+    "bad-block-to-cu": (_edit("block_to_cu", "[0, 1, 132]"), "block_to_cu names a compute unit"),
+    "short-cu-partition": (_edit("cu_partition", "[0, 1]"), "cu_partition must give a partition"),
     "unknown-table": (H200_TOML + "[extra]\nx = 1\n", "unknown key(s) extra"),
     "negative-count": (_edit("compute_units", "-4"), "compute_units must be a positive integer"),
     "zero-chiplets": (_edit("chiplets", "0"), "chiplets must be a positive integer"),
@@ -114,7 +108,7 @@ def test_parse_model_errors_name_the_file(case):
 
 def test_missing_keys_are_all_listed():
     with pytest.raises(SwzcError) as info:
-        hw.parse_model(_edit("arch", None).replace("chiplets = 1\n", ""), "x.toml")
+        hw.parse_model(_edit("arch", None).replace("\nchiplets = 1\n", "\n"), "x.toml")
     assert "missing arch, chiplets" in info.value.message
 
 
@@ -145,3 +139,21 @@ def test_hardware_model_validates_directly():
         hw.HardwareModel(**{**good, "chiplets": -8})
     with pytest.raises(ValueError, match="vendor"):
         hw.HardwareModel(**{**good, "vendor": "AMD"})
+
+
+def test_every_figure_names_its_source():
+    for name in hw.available():
+        model = hw.load(name)
+        assert all(text.strip() for _, text in model.sources)
+        assert "compute_units" in dict(model.sources) and "l2_bytes" in dict(model.sources)
+
+
+def test_load_a_model_file_by_path(tmp_path):
+    path = tmp_path / "my_gpu.toml"
+    path.write_text(_edit("name", '"my_gpu"'))
+    assert hw.load(str(path)).name == "my_gpu"
+
+
+def test_l2_per_domain():
+    assert hw.load("mi300x").l2_bytes_per_domain == 4 * 1024 * 1024
+    assert hw.load("h200").l2_bytes_per_domain == 60 * 1024 * 1024
