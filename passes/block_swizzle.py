@@ -5,7 +5,9 @@ reads the block index, and rewrites every read (``blockIdx.x`` -> ``swzc_block.x
 that read the block index call the swizzle function themselves, provided every kernel reaching them is
 rewritten the same way.  The swizzle functions go in once, before the first rewritten function.
 
-Choice without ``--swizzle`` (the documented rule until the L2 model ranks candidates):
+Choice without ``--swizzle``: the L2 model's best candidate (swzc.rank), or a decline when none cuts the
+predicted DRAM traffic by the margin.  Where the model cannot rank (the grid or the footprint is not
+known), the default rule:
 
 - a tile grid (a 2D grid, or a 1D grid the kernel decodes into tiles): ``grouped:8``, preceded by
   ``xcd:N`` on a GPU whose N chiplets each have their own L2 (``xcd:8+grouped:8`` on MI300X);
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 from swzc.analysis import FileAnalysis, KernelInfo, Shape
 from swzc.edits import Edit
 from swzc.hw import HardwareModel
-from swzc.swizzles import Step, SwizzleSpec, cxx_library
+from swzc.rank import Ranking
+from swzc.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
 
 DEFAULT_GROUP = 8
 LIBRARY_HEADER = "// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.\n"
@@ -32,6 +35,7 @@ class Proposal:
     spec: SwizzleSpec
     adapter: str
     shapes: tuple[Shape, ...] | None  # None: the file does not fix the grid
+    note: str = ""  # how it was chosen (the L2 model's numbers, or why the default rule was used)
 
 
 @dataclass(frozen=True)
@@ -42,13 +46,15 @@ class Decision:
 
 
 def default_spec(kernel: KernelInfo, hw: HardwareModel) -> SwizzleSpec | None:
+    """The rule used when the L2 model cannot rank (no known grid, or no footprint it can follow)."""
     chiplet = (Step("xcd", hw.chiplets),) if hw.chiplets > 1 else ()
     if kernel.adapter == "linear":
         return SwizzleSpec(chiplet) if chiplet else None
     return SwizzleSpec((*chiplet, Step("grouped", DEFAULT_GROUP)))
 
 
-def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: SwizzleSpec | None) -> Proposal | Decision:
+def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
+    """Why a kernel cannot be swizzled at all, whatever the swizzle; None when it can."""
     kernel = analysis.kernels[index]
     if kernel.hazards and (kernel.reads_block_index or any("block index" in h.reason for h in kernel.hazards)):
         return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
@@ -62,16 +68,35 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
     if kernel.decode is not None and kernel.helpers:
         return Decision(index, "refused", f"helper {kernel.helpers[0]} reads the block index, and the tile decode's "
                         f"divisor {kernel.decode.divisor!r} is not visible inside it")
-    spec = requested if requested is not None else default_spec(kernel, hw)
-    if spec is None:
-        return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are no "
-                        "tiles to regroup")
+    return None
+
+
+def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: SwizzleSpec | None,
+            ranked: Ranking | str | None = None) -> Proposal | Decision:
+    """A swizzle for the kernel: the requested one, else the L2 model's pick, else the default rule."""
+    refused = refusal(analysis, index)
+    if refused is not None:
+        return refused
+    kernel = analysis.kernels[index]
+    note = ""
+    if requested is not None:
+        spec = requested
+    elif isinstance(ranked, Ranking):
+        if ranked.chosen is None:
+            return Decision(index, "declined", ranked.reason)
+        spec, note = parse_spec(ranked.chosen), ranked.reason
+    else:
+        spec = default_spec(kernel, hw)
+        note = f"not ranked ({ranked}); chosen by the default rule" if ranked else ""
+        if spec is None:
+            return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are "
+                            "no tiles to regroup")
     if spec.is_identity:
         return Decision(index, "declined", "identity: nothing to change")
     if spec.needs_tiles and kernel.adapter == "linear":
         return Decision(index, "declined", f"{spec.name} needs a tile grid; this kernel reads only blockIdx.x and does "
                         "not decode it into tiles")
-    return Proposal(index, spec, kernel.adapter, kernel.shapes)
+    return Proposal(index, spec, kernel.adapter, kernel.shapes, note)
 
 
 def settle(analysis: FileAnalysis, proposals: Mapping[int, Proposal]) -> tuple[dict[int, Proposal], list[Decision]]:

@@ -62,6 +62,8 @@ class Launch:
     grid: Dim3 | None
     block: Dim3 | None
     divisor: int | None = None  # the kernel's tile decode divisor for this launch, where known
+    bindings: tuple[tuple[str, Value], ...] = ()  # kernel (template) parameters this launch fixes
+    type_args: tuple[tuple[str, str], ...] = ()  # template type parameters it fixes, e.g. ("T", "float")
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ def _declared_name(declarator: Node | None) -> str:
     return text(declarator).split("::")[-1].strip()
 
 
-def _function_name(function: Node) -> str:
+def function_name(function: Node) -> str:
     return _declared_name(function.child_by_field_name("declarator"))
 
 
@@ -202,7 +204,7 @@ def _has_token(node: Node, token: str) -> bool:
     return any(child.type == token for child in node.children)
 
 
-def _functions(root: Node) -> Iterator[tuple[Node, Node]]:
+def functions(root: Node) -> Iterator[tuple[Node, Node]]:
     """(function_definition, its top-level item), through namespaces, extern "C", templates, #if blocks."""
     containers = {"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
                   "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
@@ -239,7 +241,7 @@ class _Dim3Parts:
     parts: tuple[Node | None, Node | None, Node | None]
 
 
-def _file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
+def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
     macros: dict[str, Macro | None] = {}
     names: dict[str, Node | None] = {}
 
@@ -277,7 +279,7 @@ def _is_global(node: Node) -> bool:
     return True
 
 
-def _local_scope(function: Node, at: int, outer: Scope) -> Scope:
+def local_scope(function: Node, at: int, outer: Scope) -> Scope:
     """Locals of `function` whose value at byte `at` is fixed by one visible definition."""
     body = function.child_by_field_name("body")
     if body is None:
@@ -666,7 +668,7 @@ def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[t
         function = launch.parent
         while function is not None and function.type != "function_definition":
             function = function.parent
-        host = _local_scope(function, launch.start_byte, scope) if function is not None else scope
+        host = local_scope(function, launch.start_byte, scope) if function is not None else scope
         ev = _Evaluator(host)
         record = Launch(name, _line(launch), api, text(grid), text(block), _valid(ev.dim3(grid)), _valid(ev.dim3(block)))
         found.append((name, launch, record, targs, kargs, host))
@@ -700,7 +702,7 @@ def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
             return node, []
 
 
-def _parameters(function: Node) -> tuple[list[str], list[str]]:
+def parameters(function: Node) -> tuple[list[str], list[str]]:
     """(value parameter names, template parameter names) of a function definition."""
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
@@ -718,16 +720,16 @@ def _parameters(function: Node) -> tuple[list[str], list[str]]:
 
 
 def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAnalysis:
-    scope = _file_scope(src, user or {})
+    scope = file_scope(src, user or {})
     block_macros = _block_macros(scope)
     volatile = _volatile_names(src.tree.root_node)
     kernels: dict[str, Node] = {}
     kernel_list: list[tuple[Node, Node]] = []
     device: dict[str, list[tuple[Node, Node]]] = {}
-    for function, item in _functions(src.tree.root_node):
+    for function, item in functions(src.tree.root_node):
         if function.child_by_field_name("body") is None:
             continue
-        name = _function_name(function)
+        name = function_name(function)
         if _has_token(function, "__global__"):
             kernels.setdefault(name, function)
             kernel_list.append((function, item))
@@ -751,7 +753,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}
     for function, item in kernel_list:
-        name = _function_name(function)
+        name = function_name(function)
         body = function.child_by_field_name("body")
         uses, grid_reads = _uses_in(src, body, name)
         reached = _reach(_calls(function, device), calls)
@@ -776,21 +778,26 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
         if divisor is not None:
             splice = _splice_text(divisor, function, insert_at) if insert_at is not None else None
             decode = Decode(" ".join(text(divisor).split()), splice, tuple(decode_lines))
-        params, tparams = _parameters(function)
+        params, tparams = parameters(function)
         mine = []
         for kname, launch_node, record, targs, kargs, host in launches:
             if kname != name:
                 continue
             if "Cooperative" in record.api:
                 hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid"))
+            ev = _Evaluator(host)
+            bound: dict[str, Value] = {}
+            types: dict[str, str] = {}
+            for pname, arg in [*zip(tparams, targs), *zip(params, kargs)]:
+                # a template argument naming a constant parses as a type: read it as an expression
+                value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg)
+                if value is not None:
+                    bound[pname] = value
+                elif arg.type == "type_descriptor":
+                    types[pname] = " ".join(text(arg).split())
+            record = replace(record, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
             if divisor is not None:
-                ev = _Evaluator(host)
-                bound: dict[str, Value] = {}
-                for pname, arg in [*zip(tparams, targs), *zip(params, kargs)]:
-                    value = ev.value(arg)
-                    if value is not None:
-                        bound[pname] = value
-                kscope = _local_scope(function, divisor.start_byte, scope.child(bound))
+                kscope = local_scope(function, divisor.start_byte, scope.child(bound))
                 value = _Evaluator(kscope).value(divisor)
                 record = replace(record, divisor=int(value) if value is not None else None)
             mine.append(record)

@@ -18,7 +18,9 @@ from swzc import hw as hwmodels
 from swzc.analysis import FileAnalysis
 from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
-from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rewrite_file
+from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rank_kernels, rewrite_file
+from swzc.rank import Ranking
+from swzc.source import SourceFile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,6 +145,8 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
         if o.status == "rewritten":
             lines.append(f"{head} with {o.swizzle}")
             lines.append(f"      {o.reason}")
+            if o.chosen_by:
+                lines.append(f"      chosen: {o.chosen_by}")
             lines.append(f"      proof: {o.proof}")
         else:
             lines.append(f"{head}: {o.reason}")
@@ -172,7 +176,8 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
         "benchmarked": False,
         "kernels": [
             {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
-             "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof}
+             "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof, "chosen_by": o.chosen_by,
+             "candidates": _candidates_json(o.candidates)}
             for o in result.outcomes
         ],
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
@@ -191,18 +196,26 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
 def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool) -> None:
     """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
     hw = load_hw(hw_name)
-    _, analysis = analyze_file(file, parse_bindings(list(bindings)))
-    records = _analysis_records(analysis, hw)
+    bound = parse_bindings(list(bindings))
+    src, analysis = analyze_file(file, bound)
+    records = _analysis_records(src, analysis, hw, bound)
     if as_json:
         click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records}, indent=2))
     else:
         click.echo(_analysis_text(analysis, hw.name, records))
 
 
-def _analysis_records(analysis: FileAnalysis, hw: hwmodels.HardwareModel) -> list[dict[str, Any]]:
+def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:
+    return [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
+
+
+def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.HardwareModel,
+                      bindings: dict[str, float | int]) -> list[dict[str, Any]]:
     records = []
+    ranked = rank_kernels(src, analysis, hw, bindings)
     for index, k in enumerate(analysis.kernels):
-        got = block_swizzle.propose(analysis, index, hw, None)
+        ranking = ranked.get(index)
+        got = block_swizzle.propose(analysis, index, hw, None, ranking)
         proposal = isinstance(got, block_swizzle.Proposal)
         grids = [launch.grid for launch in k.launches if launch.grid is not None]
         records.append({
@@ -213,6 +226,10 @@ def _analysis_records(analysis: FileAnalysis, hw: hwmodels.HardwareModel) -> lis
             "grid": list(grids[0]) if grids else None,
             "adapter": k.adapter if k.reads_block_index else None,
             "chosen": got.spec.name if proposal else None,  # type: ignore[union-attr]
+            "chosen_by": got.note if proposal else "",  # type: ignore[union-attr]
+            "candidates": _candidates_json(tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in ranking.predictions)
+                                           if isinstance(ranking, Ranking) else ()),
+            "model": ranking if isinstance(ranking, str) else "",
             "block_index_reads": [{"line": u.line, "text": u.text, "axis": u.axis, "in": u.function} for u in
                                   (*k.uses, *(u for h in k.helpers for u in analysis.helpers[h].uses))],
             "helpers": list(k.helpers),
@@ -244,9 +261,64 @@ def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]
             lines.append("    no launch in this file")
         for h in r["hazards"]:
             lines.append(f"    hazard: {h['reason']}")
+        if r["candidates"]:
+            lines.append("    L2 model:  candidate            L2 hits   DRAM bytes")
+            for c in r["candidates"]:
+                mark = "  <- chosen" if c["name"] == r["chosen"] else ""
+                lines.append(f"               {c['name']:<20} {c['predicted_l2_hit_rate']:6.1f} % {c['predicted_dram_bytes'] / 1e6:10,.0f} MB{mark}")
+        elif r["model"]:
+            lines.append(f"    L2 model: not ranked: {r['model']}")
         for n in r["notes"]:
             lines.append(f"    note: {n}")
     return "\n".join(lines)
+
+
+@main.command(epilog=EXIT_CODES)
+@click.option("--base", "base_name", default="h200", show_default=True, metavar="NAME",
+              help="Hardware model to start from; figures the probe does not measure keep its values and sources.")
+@click.option("--output", metavar="FILE", help="Write the model file here (default: print it).")
+@click.option("--name", metavar="NAME", help="Name of the new model (default: the base model's).")
+@click.option("--arch", metavar="ARCH", help="Compiler target of the probe, e.g. sm_90 (default: the base model's).")
+@click.option("--hip", is_flag=True, help="Build probe.hip with hipcc (AMD) instead of probe.cu with nvcc.")
+@click.option("--from-output", "from_output", metavar="FILE",
+              help="Parse a saved probe output (e.g. from the GPU's machine) instead of building and running the probe.")
+@click.option("--save-output", "save_output", metavar="FILE", help="Keep the probe's raw output here.")
+@guarded
+def probe(base_name: str, output: str | None, name: str | None, arch: str | None, hip: bool, from_output: str | None,
+          save_output: str | None) -> None:
+    """Measure the local GPU with a small probe program and write a hardware model from it."""
+    import datetime
+    import shlex
+
+    from swzc import probe as probing
+
+    base = hwmodels.load(base_name)
+    if from_output:
+        if hip or arch:
+            raise SwzcError("--hip and --arch choose how to build the probe; they do not go with --from-output")
+        text = probing.read_output(from_output)
+        command = f"swzc probe --from-output {shlex.quote(os.path.basename(from_output))}"
+    else:
+        vendor = "amd" if hip else "nvidia"
+        if base.vendor != vendor:
+            raise SwzcError(f"--base {base_name} is a model of {base.vendor} GPUs; "
+                            + ("--hip needs an AMD base model" if hip else "use --hip for an AMD GPU"))
+        target = arch or base.arch
+        text = probing.run_probe(target, hip=hip)
+        command = f"swzc probe{' --hip' if hip else ''} --arch {target}"
+    if save_output:
+        write_atomically(save_output, text.encode("utf-8"))
+    result = probing.parse_output(text, from_output or "the probe's output",
+                                  ExitCode.BAD_INPUT if from_output else ExitCode.CHECK_FAILED)
+    date = result.date or datetime.date.today().isoformat()
+    model = probing.to_toml(base, result, command, date, name=name)
+    report = probing.summary(result)
+    if output:
+        write_atomically(output, model.encode("utf-8"))
+        click.echo(f"{report}\n  wrote {output}")
+    else:
+        click.echo(report, err=True)
+        click.echo(model, nl=False)
 
 
 if __name__ == "__main__":

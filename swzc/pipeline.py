@@ -22,6 +22,7 @@ from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.patch import unified_patch
 from swzc.prove import Proof, prove
+from swzc.rank import Ranking, rank
 from swzc.swizzles import SwizzleSpec, parse_spec
 
 
@@ -44,6 +45,8 @@ class KernelOutcome:
     adapter: str | None = None
     grids: tuple[tuple[int, int, int, int], ...] = ()
     proof: str = ""
+    chosen_by: str = ""  # the L2 model's numbers, or why the default rule chose
+    candidates: tuple[tuple[str, float, float], ...] = ()  # (name, predicted L2 hit %, predicted DRAM bytes)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,12 @@ def analyze_file(path: str, bindings: Mapping[str, Value] | None = None) -> tupl
     return src, analyze(src, bindings or {})
 
 
+def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel,
+                 bindings: Mapping[str, Value]) -> dict[int, Ranking | str]:
+    """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank)."""
+    return {i: rank(src, k, hw, bindings) for i, k in enumerate(analysis.kernels) if block_swizzle.refusal(analysis, i) is None}
+
+
 def _proof_text(proof: Proof) -> str:
     if proof.sampled:
         return f"bijection on {len(proof.shapes)} sample grids (the file does not fix this kernel's grid)"
@@ -122,8 +131,9 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
 def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
     decisions: dict[int, Decision] = {}
     proposals: dict[int, Proposal] = {}
+    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
     for index in range(len(analysis.kernels)):
-        got = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
+        got = block_swizzle.propose(analysis, index, options.hw, options.swizzle, ranked.get(index))
         if isinstance(got, Proposal):
             proposals[index] = got
         else:
@@ -167,13 +177,16 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
     outcomes = []
     for index, kernel in enumerate(analysis.kernels):
         grids = kernel.shapes or ()
+        ranking = ranked.get(index)
+        table = tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in ranking.predictions) if isinstance(ranking, Ranking) else ()
         if index in accepted:
             p = accepted[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, "rewritten", _describe(kernel, p), p.spec.name,
-                                          p.adapter, grids, _proof_text(proofs[index])))
+                                          p.adapter, grids, _proof_text(proofs[index]), p.note, table))
         else:
             d = decisions[index]
-            outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None, kernel.adapter if kernel.reads_block_index else None, grids))
+            outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
+                                          kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report)
 
 

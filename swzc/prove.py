@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from swzc.errors import ExitCode, SwzcError
 from swzc.swizzles import SwizzleSpec, cxx_library
 
@@ -43,10 +45,26 @@ static uint3 apply(int which, unsigned bx, unsigned by, unsigned bz, unsigned gx
   return make_uint3(~0u, ~0u, ~0u);
 }
 
-// stdin: lines "which gx gy gz n"; stdout: one line per shape, "ok <identity 0/1>" or "fail <why>".
+// stdin: lines "p which gx gy gz n" (prove: one line out, "ok <identity 0/1>" or "fail <why>") or
+// "d which gx gy gz n" (dump: the mapped (x, y, z) of every block in dispatch order, as raw uint32).
 int main() {
-  int which; unsigned gx, gy, gz, n;
-  while (std::scanf("%%d %%u %%u %%u %%u", &which, &gx, &gy, &gz, &n) == 5) {
+  char cmd; int which; unsigned gx, gy, gz, n;
+  while (std::scanf(" %%c %%d %%u %%u %%u %%u", &cmd, &which, &gx, &gy, &gz, &n) == 6) {
+    if (cmd == 'd') {
+      std::vector<unsigned> out;
+      out.reserve((size_t)gx * gy * gz * 3);
+      for (unsigned bz = 0; bz < gz; ++bz)
+        for (unsigned by = 0; by < gy; ++by)
+          for (unsigned bx = 0; bx < gx; ++bx) {
+            const uint3 r = apply(which, bx, by, bz, gx, gy, n);
+            out.push_back(r.x);
+            out.push_back(r.y);
+            out.push_back(r.z);
+          }
+      std::fwrite(out.data(), sizeof(unsigned), out.size(), stdout);
+      std::fflush(stdout);
+      continue;
+    }
     std::vector<unsigned char> seen((size_t)gx * gy * gz, 0);
     bool identity = true, ok = true;
     for (unsigned bz = 0; ok && bz < gz; ++bz)
@@ -170,7 +188,7 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
         assert chosen is not None
         jobs.append((spec, adapter, chosen, sampled))
         which = distinct.index((spec, adapter))
-        lines += [f"{which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]
+        lines += [f"p {which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]
     run = subprocess.run([str(binary)], input="\n".join(lines) + "\n", capture_output=True, text=True)
     answers = run.stdout.splitlines()
     if run.returncode != 0 or len(answers) != len(lines):
@@ -187,3 +205,19 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
         identity = failure is None and all(a == "ok 1" for a in mine)
         proofs.append(Proof(spec.name, adapter, shapes, sampled, identity, failure))
     return proofs
+
+
+def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape) -> list[np.ndarray]:
+    """For each (spec, adapter): the block each dispatch position runs, as an array of (x, y, z) rows.
+
+    Computed by the same compiled C++ the prover runs, so the model ranks exactly what is spliced in."""
+    distinct = tuple(dict.fromkeys(uses))
+    binary = build_prover(distinct)
+    gx, gy, gz, n = shape
+    request = "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
+    run = subprocess.run([str(binary)], input=request.encode(), capture_output=True)
+    blocks = gx * gy * gz
+    data = np.frombuffer(run.stdout, dtype=np.uint32)
+    if run.returncode != 0 or data.size != 3 * blocks * len(uses):
+        raise SwzcError(f"the swizzle prover {binary} failed to list block orders", ExitCode.CHECK_FAILED)
+    return [chunk.reshape(blocks, 3) for chunk in np.split(data, len(uses))] if uses else []

@@ -48,11 +48,47 @@ static __device__ __forceinline__ unsigned swzc_xcd(unsigned p, unsigned m, unsi
   return chip < fuller ? chip * per + slot : fuller * per + (chip - fuller) * (per - 1u) + slot;
 }
 """,
+    "hilbert": """\
+// hilbert:K: the tile grid cut into bands of K rows and each band into K x K panels, taken in row-major
+// order; a full panel is walked along a Hilbert curve, a ragged edge panel row by row.  K is a power of two.
+static __device__ __forceinline__ unsigned swzc_hilbert(unsigned p, unsigned m, unsigned n, unsigned k) {
+  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
+  const unsigned row0 = (unsigned)(p / band) * k;
+  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
+  const unsigned q = (unsigned)(p % band);
+  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
+  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
+  const unsigned r = q - col0 * h;
+  unsigned x = 0u, y = 0u;
+  if (h == k && w == k) {
+    unsigned t = r;
+    for (unsigned side = 1u; side < k; side *= 2u) {  // one Hilbert level per two bits of r
+      const unsigned rx = 1u & (t / 2u), ry = 1u & (t ^ rx);
+      if (ry == 0u) {
+        if (rx == 1u) {
+          x = side - 1u - x;
+          y = side - 1u - y;
+        }
+        const unsigned swap = x;
+        x = y;
+        y = swap;
+      }
+      x += side * rx;
+      y += side * ry;
+      t /= 4u;
+    }
+  } else {
+    y = r / w;
+    x = r % w;
+  }
+  return (row0 + y) * n + col0 + x;
+}
+""",
 }
 
 # Steps that need a tile grid (rows and columns); the others work on any linear order.
-TILE_STEPS = frozenset({"colmajor", "grouped"})
-PARAM_STEPS = {"grouped": "G", "xcd": "N"}
+TILE_STEPS = frozenset({"colmajor", "grouped", "hilbert"})
+PARAM_STEPS = {"grouped": "G", "xcd": "N", "hilbert": "K"}
 MAX_PARAM = 1 << 16
 
 _ADAPTER_HEAD = {
@@ -135,7 +171,7 @@ def parse_spec(text: str) -> SwizzleSpec:
         match = re.fullmatch(r"\s*([a-z]+)(?::(\d+))?\s*", part)
         kind = match.group(1) if match else None
         if kind not in FORMULAS:
-            known = "identity, colmajor, grouped:G, xcd:N (joined with '+')"
+            known = "identity, colmajor, grouped:G, xcd:N, hilbert:K (joined with '+')"
             raise ValueError(f"unknown swizzle {part.strip()!r}; known: {known}")
         assert match is not None
         if kind in PARAM_STEPS:
@@ -144,6 +180,8 @@ def parse_spec(text: str) -> SwizzleSpec:
             value = int(match.group(2))
             if not 1 <= value <= MAX_PARAM:
                 raise ValueError(f"{kind}:{value}: {PARAM_STEPS[kind]} must be between 1 and {MAX_PARAM}")
+            if kind == "hilbert" and (value < 2 or value & (value - 1) or value > 1024):
+                raise ValueError(f"hilbert:{value}: K must be a power of two from 2 to 1024")
             steps.append(Step(kind, value))
         else:
             if match.group(2) is not None:

@@ -21,11 +21,13 @@ TILE2D = b"""\
 __global__ void tile2d(const float* a, float* b, int n) {
   int row = blockIdx.y * TILE + threadIdx.y;
   int col = blockIdx.x * TILE + threadIdx.x;
-  if (row < n && col < n) b[row * n + col] = a[row * n + col] * 2.0f;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];
+  if (row < n && col < n) b[row * n + col] = acc;
 }
 
 int main() {
-  const int n = 1024;
+  const int n = 4096;
   dim3 grid(n / TILE, n / TILE);
   tile2d<<<grid, dim3(TILE, TILE)>>>(nullptr, nullptr, n);
   return 0;
@@ -355,13 +357,14 @@ def test_rewrite_json(work):
     (kernel,) = doc["kernels"]
     assert {"name", "line", "status", "reason", "swizzle", "adapter", "grids", "proof"} <= kernel.keys()
     assert kernel["name"] == "tile2d" and kernel["line"] == 2 and kernel["status"] == "rewritten"
-    assert kernel["swizzle"] == "grouped:8" and kernel["adapter"] == "2d"
-    assert kernel["grids"] == [[64, 64, 1, 0]]
-    assert kernel["proof"] == "bijection on grid 64x64x1"
+    assert kernel["swizzle"] == "grouped:64" and kernel["adapter"] == "2d"
+    assert "L2 hits" in kernel["chosen_by"] and kernel["candidates"][0]["name"] == "grouped:64"
+    assert kernel["grids"] == [[256, 256, 1, 0]]
+    assert kernel["proof"] == "bijection on grid 256x256x1"
 
 
 def test_rewrite_json_with_swizzle_and_set(work):
-    (work / "open.cu").write_bytes(TILE2D.replace(b"const int n = 1024;\n", b""))
+    (work / "open.cu").write_bytes(TILE2D.replace(b"const int n = 4096;\n", b""))
     doc = json.loads(invoke("rewrite", "open.cu", "--json", "--no-compile", "--swizzle", "colmajor").stdout)
     assert doc["kernels"][0]["grids"] == [] and "sample grids" in doc["kernels"][0]["proof"]
     doc = json.loads(invoke("rewrite", "open.cu", "--json", "--no-compile", "--swizzle", "colmajor", "--set", "n=0x200").stdout)
@@ -376,11 +379,11 @@ def test_analyze_json(work):
     assert (doc["file"], doc["dialect"], doc["hw"]) == ("k.cu", "cuda", "h200")
     (kernel,) = doc["kernels"]
     assert {"name", "status", "reason", "grid", "chosen", "block_index_reads", "launches", "decode", "hazards"} <= kernel.keys()
-    assert (kernel["name"], kernel["status"], kernel["chosen"], kernel["grid"]) == ("tile2d", "candidate", "grouped:8", [64, 64, 1])
+    assert (kernel["name"], kernel["status"], kernel["chosen"], kernel["grid"]) == ("tile2d", "candidate", "grouped:64", [256, 256, 1])
     assert [(r["line"], r["text"], r["axis"]) for r in kernel["block_index_reads"]] == [(3, "blockIdx.y", "y"), (4, "blockIdx.x", "x")]
     (launch,) = kernel["launches"]
     assert (launch["line"], launch["api"], launch["grid"], launch["grid_value"], launch["block_value"]) == (
-        11, "<<<>>>", "grid", [64, 64, 1], [16, 16, 1])
+        13, "<<<>>>", "grid", [256, 256, 1], [16, 16, 1])
     assert kernel["decode"] is None and kernel["hazards"] == []
     assert (work / "k.cu").read_bytes() == TILE2D
 
@@ -393,15 +396,17 @@ def test_analyze_json_refused_and_decoded(work):
     shutil.copy(FIXTURES / "decoded_1d" / "input.cu", work / "d.cu")
     (kernel,) = json.loads(invoke("analyze", "d.cu", "--json", "--hw", "mi300x").stdout)["kernels"]
     assert kernel["decode"] == {"divisor": "num_pid_n", "lines": [11, 12]}
-    assert kernel["chosen"] == "xcd:8+grouped:8"
+    assert kernel["candidates"] and (kernel["chosen"] is None) == (kernel["status"] == "declined")
+    assert {c["name"] for c in kernel["candidates"]} >= {"identity", "xcd:8", "xcd:8+grouped:8", "hilbert:8"}
     assert kernel["launches"][0]["decode_divisor_value"] == 64
 
 
 def test_analyze_text(work):
     result = invoke("analyze", "k.cu")
     assert result.exit_code == 0
-    assert "kernel tile2d (line 2): would rewrite with grouped:8" in result.stdout
-    assert "grid grid = 64x64x1" in result.stdout
+    assert "kernel tile2d (line 2): would rewrite with grouped:64" in result.stdout
+    assert "grid grid = 256x256x1" in result.stdout
+    assert "grouped:64" in result.stdout.split("L2 model:")[1].splitlines()[1]
 
 
 def test_version():

@@ -10,7 +10,8 @@ from swzc.swizzles import parse_spec
 
 SPECS = [parse_spec(s) for s in (
     "colmajor", "grouped:1", "grouped:2", "grouped:3", "grouped:8", "grouped:64", "xcd:1", "xcd:3", "xcd:8",
-    "xcd:8+grouped:8", "grouped:4+colmajor", "xcd:5+grouped:3+xcd:2",
+    "xcd:8+grouped:8", "grouped:4+colmajor", "xcd:5+grouped:3+xcd:2", "hilbert:2", "hilbert:8",
+    "xcd:8+hilbert:4",
 )]
 USES = [(s, a) for s in SPECS for a in ("2d", "1d", "linear") if not (a == "linear" and s.needs_tiles)]
 side = st.integers(min_value=1, max_value=97)
@@ -90,6 +91,7 @@ def test_spliced_text_is_the_proven_text():
     ("spiral", "unknown swizzle"),
     ("colmajor:2", "takes no parameter"),
     ("grouped:8+", "unknown swizzle"),
+    ("hilbert:6", "power of two"),
 ])
 def test_bad_specs(text, message):
     with pytest.raises(ValueError, match=message):

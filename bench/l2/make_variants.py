@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Write one source file per (kernel, block order) for the L2 measurement in bench/l2/.
+
+Runs where swzc is installed (not on the GPU machine). For each kernel in bench/l2/kernels/ and each
+candidate swizzle it calls `swzc rewrite KERNEL --swizzle SPEC --no-compile -o VARIANT --json`; the
+identity candidate is a plain copy of the original. Candidates that swzc refuses or declines are
+skipped and listed, with swzc's reason, in the manifest. Output: bench/l2/variants/<kernel>__<cand>.cu
+and bench/l2/variants/manifest.json, which bench/l2/run_ncu.sh reads on the GPU machine.
+
+    python3 bench/l2/make_variants.py [--swzc PATH] [--kernels a,b] [--candidates x,y] [--compile-check]
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+KERNELS_DIR = HERE / "kernels"
+VARIANTS_DIR = HERE / "variants"
+
+KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose"]
+CANDIDATES = [
+    "identity",
+    "colmajor",
+    "grouped:2",
+    "grouped:4",
+    "grouped:8",
+    "grouped:16",
+    "grouped:32",
+    "grouped:64",
+    "xcd:8",
+    "xcd:8+grouped:8",
+]
+
+
+def slug(candidate: str) -> str:
+    return candidate.replace(":", "_").replace("+", "-")
+
+
+def rel(path: Path) -> str:
+    return path.resolve().relative_to(REPO).as_posix()
+
+
+def find_swzc(explicit: str | None) -> str:
+    for cand in (explicit, os.environ.get("SWZC"), shutil.which("swzc"), "/tmp/tsv/bin/swzc"):
+        if cand and (Path(cand).is_file() or shutil.which(cand)):
+            return cand
+    sys.exit("make_variants: swzc not found (pass --swzc PATH or set SWZC)")
+
+
+def run_json(cmd: list[str]) -> tuple[int, dict | None, str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    try:
+        doc = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except json.JSONDecodeError:
+        doc = None
+    return proc.returncode, doc, proc.stderr.strip()
+
+
+def analyze(swzc: str, src: Path) -> dict:
+    """The one __global__ kernel of SRC as swzc sees it: name, status, grid."""
+    rc, doc, err = run_json([swzc, "analyze", rel(src), "--json"])
+    if doc is None:
+        sys.exit(f"make_variants: swzc analyze {rel(src)} failed (exit {rc}): {err}")
+    kernels = doc.get("kernels", [])
+    if len(kernels) != 1:
+        sys.exit(f"make_variants: expected one kernel in {rel(src)}, swzc found {len(kernels)}")
+    return kernels[0]
+
+
+def make_one(swzc: str, kernel: str, candidate: str, src: Path, out: Path) -> dict:
+    """Write OUT for one candidate; return a record with status 'ok' or the reason it was skipped."""
+    rec = {"kernel": kernel, "candidate": candidate, "file": rel(out)}
+    if candidate == "identity":
+        shutil.copyfile(src, out)
+        rec.update(status="ok", swzc_status="copy", detail="the original file, unchanged")
+        return rec
+    tmp = out.with_suffix(".tmp.cu")
+    cmd = [swzc, "rewrite", rel(src), "--swizzle", candidate, "--no-compile", "-o", rel(tmp), "--json"]
+    rc, doc, err = run_json(cmd)
+    kstat = (doc or {}).get("kernels") or [{}]
+    k0 = kstat[0]
+    rec.update(swzc_exit=rc, swzc_status=k0.get("status"), detail=k0.get("reason") or err,
+               proof=k0.get("proof"), grids=k0.get("grids"))
+    if rc == 0 and k0.get("status") == "rewritten" and tmp.exists():
+        tmp.replace(out)
+        rec["status"] = "ok"
+    else:
+        tmp.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)  # never leave a stale variant from an earlier run
+        rec["status"] = "skipped"
+        if rc not in (0, 1):
+            rec["detail"] = f"swzc exit {rc}: {err or rec.get('detail')}"
+    return rec
+
+
+def compile_check(files: list[str], jobs: int) -> list[tuple[str, str]]:
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        print("compile check: nvcc not on PATH, skipped")
+        return []
+    objdir = Path(os.environ.get("TMPDIR", "/tmp")) / "l2_variant_objs"
+    objdir.mkdir(parents=True, exist_ok=True)
+
+    def one(f: str) -> tuple[str, str] | None:
+        obj = objdir / (Path(f).stem + ".o")
+        p = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-c", f, "-o", str(obj)],
+                           capture_output=True, text=True, cwd=REPO)
+        return None if p.returncode == 0 else (f, p.stderr.strip())
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        failures = [r for r in pool.map(one, files) if r]
+    print(f"compile check (nvcc -O3 -arch=sm_90 -c): {len(files) - len(failures)}/{len(files)} ok")
+    for f, e in failures:
+        print(f"  FAILED {f}:\n{e}")
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--swzc", help="swzc executable (default: $SWZC, swzc on PATH, /tmp/tsv/bin/swzc)")
+    ap.add_argument("--kernels", help="comma-separated subset of " + ",".join(KERNELS))
+    ap.add_argument("--candidates", help="comma-separated candidates (default: the full list)")
+    ap.add_argument("--compile-check", action="store_true", help="compile every variant with nvcc -c")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 4)
+    args = ap.parse_args()
+
+    swzc = find_swzc(args.swzc)
+    kernels = args.kernels.split(",") if args.kernels else KERNELS
+    candidates = args.candidates.split(",") if args.candidates else CANDIDATES
+    VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
+    version = subprocess.run([swzc, "--version"], capture_output=True, text=True).stdout.strip()
+
+    variants, skipped = [], []
+    for kernel in kernels:
+        src = KERNELS_DIR / f"{kernel}.cu"
+        if not src.is_file():
+            sys.exit(f"make_variants: no such kernel file {rel(src) if src.parent.exists() else src}")
+        info = analyze(swzc, src)
+        grid = (info.get("grid") or None)
+        jobs = [(c, VARIANTS_DIR / f"{kernel}__{slug(c)}.cu") for c in candidates]
+        with concurrent.futures.ThreadPoolExecutor(min(args.jobs, len(jobs))) as pool:
+            recs = list(pool.map(lambda j: make_one(swzc, kernel, j[0], src, j[1]), jobs))
+        for rec in recs:
+            rec["function"] = info["name"]
+            line = f"{kernel:11s} {rec['candidate']:16s} "
+            if rec["status"] == "ok":
+                variants.append(rec)
+                line += f"-> {rec['file']}" + (f"  ({rec['proof']})" if rec.get("proof") else "")
+            else:
+                skipped.append(rec)
+                line += f"SKIPPED ({rec.get('swzc_status')}): {rec.get('detail')}"
+            print(line)
+        if grid is not None:
+            print(f"{kernel:11s} grid as swzc evaluates it: {grid}")
+
+    manifest = {
+        "generated_by": "bench/l2/make_variants.py",
+        "swzc": version,
+        "candidates": candidates,
+        "variants": [
+            {k: r.get(k) for k in ("kernel", "candidate", "file", "function", "swzc_status", "proof")}
+            for r in variants
+        ],
+        "skipped": [
+            {k: r.get(k) for k in ("kernel", "candidate", "swzc_status", "swzc_exit", "detail")}
+            for r in skipped
+        ],
+    }
+    (VARIANTS_DIR / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(variants)} variants, {len(skipped)} skipped -> {rel(VARIANTS_DIR / 'manifest.json')}")
+
+    if args.compile_check and compile_check([v["file"] for v in variants], args.jobs):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

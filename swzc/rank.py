@@ -1,0 +1,86 @@
+"""Ranking: the built-in swizzle family, scored by the L2 model, best first.
+
+The candidates are identity, colmajor, grouped:G for G in 2..64 (below the tile rows), hilbert:K (a
+space-filling order) where the grid holds a K x K panel, and on a chiplet GPU xcd:N alone and before
+each of those.  They are ranked by predicted DRAM bytes (then by predicted hit rate).  A kernel keeps
+identity (is declined) unless the best candidate cuts the predicted DRAM traffic by `MARGIN`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from swzc.analysis import KernelInfo
+from swzc.evaluate import Value
+from swzc.footprint import Footprint, footprint
+from swzc.hw import HardwareModel
+from swzc.l2model import L2Model, Prediction
+from swzc.prove import dispatch_maps
+from swzc.source import SourceFile
+from swzc.swizzles import Step, SwizzleSpec
+
+MARGIN = 0.05  # the best candidate must cut predicted DRAM bytes by 5 % to be worth a patch
+GROUPS = (2, 4, 8, 16, 32, 64)
+PANELS = (4, 8)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    footprint: Footprint
+    predictions: tuple[Prediction, ...]  # best first; identity among them
+    chosen: str | None  # None: nothing beats identity by the margin
+    reason: str  # why chosen, or why declined, with the numbers
+
+    @property
+    def identity(self) -> Prediction:
+        return next(p for p in self.predictions if p.candidate == "identity")
+
+
+def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> list[SwizzleSpec]:
+    rows, cols, _ = tiles
+    tile_orders: list[tuple[Step, ...]] = []
+    if adapter != "linear" and rows > 1 and cols > 1:
+        tile_orders.append((Step("colmajor"),))
+        tile_orders += [(Step("grouped", g),) for g in GROUPS if g < rows]
+        tile_orders += [(Step("hilbert", k),) for k in PANELS if k <= rows and k <= cols]
+    specs = [SwizzleSpec(())] + [SwizzleSpec(order) for order in tile_orders]
+    if hw.chiplets > 1:
+        chip = Step("xcd", hw.chiplets)
+        specs += [SwizzleSpec((chip,))] + [SwizzleSpec((chip, *order)) for order in tile_orders]
+    return specs
+
+
+def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
+         specs: list[SwizzleSpec] | None = None) -> Ranking | str:
+    """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot."""
+    index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
+    if index is None:
+        return "no launch in this file fixes the grid (use --set)"
+    fp = footprint(src, kernel, index, user)
+    if isinstance(fp, str):
+        return fp
+    if not any(not a.write for a in fp.accesses):
+        why = "; ".join(fp.unknown[:2]) or "no global reads"
+        return f"no read the model can follow ({why})"
+    launch = kernel.launches[index]
+    divisor = launch.divisor or 0
+    specs = specs if specs is not None else candidates(kernel.adapter, fp.tiles, hw)
+    maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, divisor))
+    model = L2Model(fp, hw)
+    predictions = sorted((model.predict(s.name, order, kernel.adapter, divisor) for s, order in zip(specs, maps)),
+                         key=lambda p: (p.dram_bytes, -p.l2_hit_rate, p.candidate != "identity"))
+    base = next(p for p in predictions if p.candidate == "identity")
+    best = predictions[0]
+    partial = f" ({len(fp.unknown)} access(es) not modelled)" if fp.unknown else ""
+    if best.candidate == "identity" or best.dram_bytes > base.dram_bytes * (1 - MARGIN):
+        reason = (f"no candidate cuts predicted DRAM traffic by {MARGIN:.0%}: identity {_mb(base)}, "
+                  f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
+        return Ranking(fp, tuple(predictions), None, reason)
+    reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
+              f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
+    return Ranking(fp, tuple(predictions), best.candidate, reason)
+
+
+def _mb(p: Prediction) -> str:
+    return f"{p.dram_bytes / 1e6:,.0f} MB"
