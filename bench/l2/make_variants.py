@@ -35,6 +35,8 @@ CANDIDATES = [
     "grouped:16",
     "grouped:32",
     "grouped:64",
+    "hilbert:4",
+    "hilbert:8",
     "xcd:8",
     "xcd:8+grouped:8",
 ]

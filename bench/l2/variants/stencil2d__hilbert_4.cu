@@ -1,0 +1,140 @@
+// 5-point Jacobi stencil on a W x H fp32 grid (row-major), one point per thread, 32 x 8 thread blocks
+// on a 2D grid (rows = blockIdx.y). Interior points only: out = 0.2 * (centre + 4 neighbours); the
+// border of out is not written (it keeps whatever was there). 2 x 256 MB against a 60 MB L2.
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <cuda_runtime.h>
+
+#define W 8192
+#define H 8192
+#define BX 32
+#define BY 8
+
+#define CHECK(call)                                                                  \
+  do {                                                                               \
+    cudaError_t err_ = (call);                                                       \
+    if (err_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
+      exit(2);                                                                       \
+    }                                                                                \
+  } while (0)
+
+// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.
+// hilbert:K: the tile grid cut into bands of K rows and each band into K x K panels, taken in row-major
+// order; a full panel is walked along a Hilbert curve, a ragged edge panel row by row.  K is a power of two.
+static __device__ __forceinline__ unsigned swzc_hilbert(unsigned p, unsigned m, unsigned n, unsigned k) {
+  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
+  const unsigned row0 = (unsigned)(p / band) * k;
+  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
+  const unsigned q = (unsigned)(p % band);
+  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
+  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
+  const unsigned r = q - col0 * h;
+  unsigned x = 0u, y = 0u;
+  if (h == k && w == k) {
+    unsigned t = r;
+    for (unsigned side = 1u; side < k; side *= 2u) {  // one Hilbert level per two bits of r
+      const unsigned rx = 1u & (t / 2u), ry = 1u & (t ^ rx);
+      if (ry == 0u) {
+        if (rx == 1u) {
+          x = side - 1u - x;
+          y = side - 1u - y;
+        }
+        const unsigned swap = x;
+        x = y;
+        y = swap;
+      }
+      x += side * rx;
+      y += side * ry;
+      t /= 4u;
+    }
+  } else {
+    y = r / w;
+    x = r % w;
+  }
+  return (row0 + y) * n + col0 + x;
+}
+// hilbert:4 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
+static __device__ __forceinline__ uint3 swzc_hilbert4_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
+  if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
+  const unsigned m = gy, n = gx;
+  unsigned p = by * n + bx;
+  p = swzc_hilbert(p, m, n, 4u);
+  return make_uint3(p % n, p / n, bz);
+}
+
+__global__ void stencil2d(const float* in, float* out) {
+  const uint3 swzc_block = swzc_hilbert4_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: hilbert:4
+  int x = swzc_block.x * BX + threadIdx.x;
+  int y = swzc_block.y * BY + threadIdx.y;
+  if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) return;
+  out[y * W + x] = 0.2f * (in[y * W + x] + in[y * W + x - 1] + in[y * W + x + 1] + in[(y - 1) * W + x] +
+                           in[(y + 1) * W + x]);
+}
+
+static unsigned int rng_state = 4242u;
+static float next_uniform() {  // xorshift32, values in [-1, 1)
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 17;
+  rng_state ^= rng_state << 5;
+  return (rng_state >> 8) * (1.0f / 8388608.0f) - 1.0f;
+}
+
+static unsigned long long fnv1a(const void* data, size_t len) {
+  const unsigned char* p = (const unsigned char*)data;
+  unsigned long long h = 14695981039346656037ull;
+  for (size_t i = 0; i < len; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+int main() {
+  const size_t elems = (size_t)W * H;
+  const size_t bytes = elems * sizeof(float);
+  float* hIn = (float*)malloc(bytes);
+  float* hOut = (float*)malloc(bytes);
+  for (size_t i = 0; i < elems; ++i) hIn[i] = next_uniform();
+
+  float *in, *out;
+  CHECK(cudaMalloc(&in, bytes));
+  CHECK(cudaMalloc(&out, bytes));
+  CHECK(cudaMemcpy(in, hIn, bytes, cudaMemcpyHostToDevice));
+
+  dim3 block(BX, BY);
+  dim3 grid(W / BX, H / BY);
+  stencil2d<<<grid, block>>>(in, out);  // warm-up
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+
+  CHECK(cudaMemset(out, 0xff, bytes));  // poison: interior must be written, the border stays 0xff
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
+  stencil2d<<<grid, block>>>(in, out);  // measured
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaGetLastError());
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK(cudaMemcpy(hOut, out, bytes, cudaMemcpyDeviceToHost));
+
+  int bad = 0;
+  for (int s = 0; s < 4096; ++s) {
+    const size_t y = 1 + (size_t)(s * 2663u) % (H - 2), x = 1 + (size_t)(s * 4099u) % (W - 2);
+    const float ref = 0.2f * (hIn[y * W + x] + hIn[y * W + x - 1] + hIn[y * W + x + 1] +
+                              hIn[(y - 1) * W + x] + hIn[(y + 1) * W + x]);
+    if (!(fabsf(ref - hOut[y * W + x]) <= 1e-5f)) ++bad;
+  }
+  printf("kernel stencil2d ms %.4f checksum %016llx\n", ms, fnv1a(hOut, bytes));
+  if (bad) fprintf(stderr, "stencil2d: %d of 4096 spot checks WRONG\n", bad);
+
+  cudaFree(in);
+  cudaFree(out);
+  free(hIn);
+  free(hOut);
+  return bad ? 1 : 0;
+}
