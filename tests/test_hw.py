@@ -79,7 +79,7 @@ BAD_MODELS = {
     "missing-key": (_edit("arch", None), "missing arch"),
     "unknown-key": (_edit("tensor_cores", "528"), "unknown key(s) tensor_cores"),
     "no-source": (H200_TOML.replace('\nl2_ways = "assumed', '\nl2_way = "assumed'), "no source given for l2_ways"),
-    "bad-block-to-cu": (_edit("block_to_cu", "[0, 1, 132]"), "block_to_cu names a compute unit"),
+    "bad-block-to-cu": (H200_TOML.replace("block_to_cu = [", "block_to_cu = [132, "), "block_to_cu names a compute unit"),
     "short-cu-partition": (_edit("cu_partition", "[0, 1]"), "cu_partition must give a partition"),
     "unknown-table": (H200_TOML + "[extra]\nx = 1\n", "unknown key(s) extra"),
     "negative-count": (_edit("compute_units", "-4"), "compute_units must be a positive integer"),
@@ -157,3 +157,9 @@ def test_load_a_model_file_by_path(tmp_path):
 def test_l2_per_domain():
     assert hw.load("mi300x").l2_bytes_per_domain == 4 * 1024 * 1024
     assert hw.load("h200").l2_bytes_per_domain == 60 * 1024 * 1024
+
+
+def test_h200_model_carries_the_probe_measurement():
+    model = hw.load("h200")
+    assert model.block_to_cu[:8] == (124, 125, 126, 127, 128, 129, 130, 131)
+    assert "measured on NVIDIA H200" in model.source("compute_units")
