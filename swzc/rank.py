@@ -2,8 +2,8 @@
 
 The candidates are identity, colmajor, grouped:G for G in 2..64 (below the tile rows), hilbert:K (a
 space-filling order) where the grid holds a K x K panel, and on a chiplet GPU xcd:N alone and before
-each of those.  They are ranked by predicted DRAM bytes (then by predicted hit rate).  A kernel keeps
-identity (is declined) unless the best candidate cuts the predicted DRAM traffic by `MARGIN`.
+each of those.  They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
+declined) unless the best candidate raises the predicted hit rate by `MARGIN_POINTS`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from swzc.prove import dispatch_maps
 from swzc.source import SourceFile
 from swzc.swizzles import Step, SwizzleSpec
 
-MARGIN = 0.05  # the best candidate must cut predicted DRAM bytes by 5 % to be worth a patch
+MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
 GROUPS = (2, 4, 8, 16, 32, 64)
 PANELS = (4, 8)
 
@@ -69,12 +69,12 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, divisor))
     model = L2Model(fp, hw)
     predictions = sorted((model.predict(s.name, order, kernel.adapter, divisor) for s, order in zip(specs, maps)),
-                         key=lambda p: (p.dram_bytes, -p.l2_hit_rate, p.candidate != "identity"))
+                         key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
     partial = f" ({len(fp.unknown)} access(es) not modelled)" if fp.unknown else ""
-    if best.candidate == "identity" or best.dram_bytes > base.dram_bytes * (1 - MARGIN):
-        reason = (f"no candidate cuts predicted DRAM traffic by {MARGIN:.0%}: identity {_mb(base)}, "
+    if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
+        reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
         return Ranking(fp, tuple(predictions), None, reason)
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The MI300X model against SwizzlePerf's published direction and size of the L2 change.
+
+    python3 bench/mi300x/check_swizzleperf.py      # writes bench/results/mi300x_model_vs_swizzleperf.md
+
+SwizzlePerf (arXiv 2508.20258) reports, on MI300X, GEMM +14.1 L2 points from its XCD-aware swizzle over
+Triton's grouped (GROUP_M = 8) baseline, and 2D stencil +69.9 points over the plain order.  swzc's model
+has no MI300X measurement of its own; this compares directions and rough sizes only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swzc import hw as hwmodels
+from swzc import source
+from swzc.analysis import analyze
+from swzc.footprint import footprint
+from swzc.l2model import L2Model
+from swzc.prove import dispatch_maps
+from swzc.swizzles import parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [
+    ("GEMM fp16 8192^3, 256x256 tiles", ROOT / "bench/mi300x/gemm_fp16_8192.cu", "grouped:8", "xcd:8+grouped:8", "+14.1"),
+    ("2D stencil 8192^2 (bench/l2)", ROOT / "bench/l2/kernels/stencil2d.cu", "identity", "xcd:8", "+69.9"),
+]
+
+
+def main() -> None:
+    hw = hwmodels.load("mi300x")
+    lines = ["# swzc's MI300X L2 model against SwizzlePerf's published L2 changes", "",
+             "Command: `python3 bench/mi300x/check_swizzleperf.py`.  Model only: no MI300X was measured here.", "",
+             "| kernel | baseline | swizzle | predicted baseline L2 % | predicted swizzled L2 % | predicted change (pt) | SwizzlePerf change (pt) |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for title, path, base, swz, published in CASES:
+        src = source.load(str(path))
+        (kernel,) = analyze(src).kernels
+        fp = footprint(src, kernel)
+        assert not isinstance(fp, str), fp
+        specs = [parse_spec(base), parse_spec(swz)]
+        maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, 0))
+        model = L2Model(fp, hw)
+        a, b = (model.predict(s.name, m, kernel.adapter) for s, m in zip(specs, maps))
+        lines.append(f"| {title} | {base} | {swz} | {a.l2_hit_rate:.1f} | {b.l2_hit_rate:.1f} | "
+                     f"{b.l2_hit_rate - a.l2_hit_rate:+.1f} | {published} |")
+    out = ROOT / "bench/results/mi300x_model_vs_swizzleperf.md"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
