@@ -780,7 +780,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
             decode = Decode(" ".join(text(divisor).split()), splice, tuple(decode_lines))
         params, tparams = parameters(function)
         mine = []
-        for kname, launch_node, record, targs, kargs, host in launches:
+        for kname, _, record, targs, kargs, host in launches:
             if kname != name:
                 continue
             if "Cooperative" in record.api:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from tree_sitter import Node
 
-from swzc.analysis import KernelInfo, file_scope, function_name, functions, local_scope, parameters, text, walk
+from swzc.analysis import KernelInfo, file_scope, function_name, functions, local_scope, text, walk
 from swzc.evaluate import Evaluator, Value
 from swzc.source import SourceFile
 
@@ -582,12 +582,4 @@ def _pointer_plus(node: Node) -> tuple[str, list[Node]]:
     return "", []
 
 
-def residency(fp: Footprint, hw_threads: int, hw_blocks: int, hw_smem: int, regs_per_cu: int, regs_per_thread: int = 32) -> int:
-    """Resident blocks per compute unit, from threads, shared memory and an assumed register count."""
-    limits = [hw_blocks, hw_threads // max(1, fp.threads), regs_per_cu // max(1, fp.threads * regs_per_thread)]
-    if fp.smem_bytes:
-        limits.append(hw_smem // fp.smem_bytes)
-    return max(1, min(limits))
-
-
-__all__ = ["Access", "Footprint", "footprint", "residency", "tile_grid", "parameters"]
+__all__ = ["Access", "Footprint", "footprint", "tile_grid"]

@@ -1,25 +1,22 @@
 """An L2 model that predicts the hit rate and DRAM traffic of a block order, without a GPU.
 
-The model, in the terms it works in:
+- **Footprints.** Every block touches the shape its `Access` records give, moved by the block's offset,
+  counted in the L2's fetch unit (NVIDIA: 32-byte sectors; AMD: 128-byte lines).  Each block reads each
+  unit of its footprint from L2 once (its L1 serves repeats); writes are requests that hit.
+- **Reuse distance.** Blocks are taken in dispatch order.  When a block reads a footprint an earlier
+  block read `d` positions before, the data touched in between is the expected number of distinct
+  footprints in a window of `d` blocks (from the gaps between repeats, over every stream).  The
+  footprint is still in L2 while that fits, with a soft edge of `SOFTNESS`, in `EFFECTIVE` of the L2.
+- **Halos.** A footprint that partly overlaps a neighbour's (a stencil) gets the shared part the
+  same way from the neighbour.
+- **Chiplets.** Block p runs on chiplet p mod N, with that chiplet's own L2 and block sequence.
+- **Partitions (NVIDIA).** A request homed in another L2 partition looks its near partition up first;
+  that lookup misses unless a near copy is held (an L2 of capacity / partitions).  ncu's hit rate
+  counts both lookups.
 
-- **Dispatch.** Blocks start in dispatch order, in waves of ``resident blocks per compute unit x compute
-  units``.  On a chiplet GPU (``chiplets > 1``) block ``p`` goes to chiplet ``p mod chiplets``, and each
-  chiplet has its own L2 and its own waves.
-- **Footprints.** A block touches the footprint its `Access` records give: one shape per access, moved
-  by the block's offset.  Within a wave, blocks run side by side, so data that several blocks of a wave
-  share is fetched once.
-- **Reuse across waves.** Blocks of a wave move through their loops together, so the data touched between
-  a footprint's use in wave v and its next use in wave w is the union footprint of waves v .. w-1.  The
-  footprint is still in L2 when that is smaller than the L2: LRU at wave granularity.
-- **Neighbours.** Partial overlaps between neighbouring blocks (stencil halos) count as shared when the
-  neighbour ran in the same wave or recently enough.
-- **Units.** Traffic counts in the L2's fetch unit (NVIDIA: 32-byte sectors; AMD: 128-byte lines).
-  Every block reads each unit of its footprint from L2 once (the L1 serves repeats inside a block).
-  Writes count as requests that hit, and as DRAM write traffic.
-
-What it leaves out: timing inside a wave (blocks that drift apart), L1 misses that re-read L2, cache
-associativity and replacement details, DRAM row effects, and any access the footprint analysis could not
-express.  The predicted-vs-measured table in bench/results/ says how far that goes on the H200.
+What it leaves out: time inside a block's life (blocks that share data while running side by side),
+associativity and replacement details, L1 misses that re-read L2, DRAM page effects, and any access the
+footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says how far that goes.
 """
 
 from __future__ import annotations
