@@ -6,7 +6,9 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +17,11 @@ import click
 
 from swzc import __version__
 from swzc import hw as hwmodels
+from rich.console import Console
+
 from swzc.analysis import FileAnalysis
+from swzc.bench import report_json, report_markdown
+from swzc.harness import gpu_name, gpu_present
 from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
 from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rank_kernels, rewrite_file
@@ -104,12 +110,20 @@ def main() -> None:
 @hw_option
 @set_option
 @click.option("--no-compile", is_flag=True, help="Skip compiling the rewritten file with nvcc/hipcc.")
+@click.option("--bench/--no-bench", "bench", default=None,
+              help="Check and time each candidate on the local GPU and keep only a measured win "
+                   "(default: on where a CUDA GPU is present).")
+@click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Candidates the benchmark tries per kernel, best predicted first.")
+@click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
+@click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG",
               help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
 @json_option
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
-            bindings: tuple[str, ...], no_compile: bool, compile_flags: tuple[str, ...], as_json: bool) -> None:
+            bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
+            report: str | None, compile_flags: tuple[str, ...], as_json: bool) -> None:
     """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
     if output and in_place:
         raise SwzcError("use either -o/--output or --in-place, not both")
@@ -117,9 +131,23 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         raise SwzcError(f"-o {output} is the input file; use --in-place to overwrite it")
     if output == "-" and patch_out == "-":
         raise SwzcError("-o - and --patch - would both write to stdout")
+    if bench is None:
+        bench = gpu_present()
+    elif bench and not gpu_present():
+        raise SwzcError("--bench needs a CUDA GPU and nvcc here; none was found")
     options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
-                      compile=not no_compile, compile_flags=compile_flags)
-    result = rewrite_file(file, options)
+                      compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
+                      launch_spec=launch_spec)
+    if bench:
+        console = Console(stderr=True)
+        with console.status("benchmarking") as status:
+            result = rewrite_file(file, replace(options, progress=lambda text: status.update(f"benchmarking {text}")))
+    else:
+        result = rewrite_file(file, options)
+    if report and result.benchmarked:
+        meta = {"file": result.path, "hw": result.hw, "device": gpu_name(), "date": time.strftime("%Y-%m-%d")}
+        write_atomically(report + ".json", report_json(list(result.bench), meta).encode())
+        write_atomically(report + ".md", report_markdown(list(result.bench), meta).encode())
     to_stdout = output == "-" or patch_out == "-"
     if output and output != "-":
         write_atomically(output, result.new)
@@ -159,7 +187,9 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
             lines.append(f"      {c.command}")
     if not result.changed:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
-    if result.changed:
+    for b in result.bench:
+        lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {b.reason}")
+    if result.changed and not result.benchmarked:
         lines.append("  not benchmarked: no GPU run was made for this patch")
         if not wrote:
             lines.append("  dry run: nothing written (use -o OUT, --in-place or --patch FILE)")
@@ -173,7 +203,8 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
         "hw": result.hw,
         "changed": result.changed,
         "exit_code": int(result.exit_code),
-        "benchmarked": False,
+        "benchmarked": result.benchmarked,
+        "bench": json.loads(report_json(list(result.bench), {}))["kernels"] if result.benchmarked else [],
         "kernels": [
             {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
              "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof, "chosen_by": o.chosen_by,

@@ -7,12 +7,13 @@ are raised as SwzcError with an exit code.  Nothing here prints or writes the us
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from swzc import hw as hwmodels
 from swzc import source
 from swzc.analysis import FileAnalysis, KernelInfo, analyze
+from swzc.bench import KernelBench, bench_kernel
 from swzc.compile import CompileReport, compile_check
 from swzc.edits import rewrite
 from swzc.errors import ExitCode, SwzcError
@@ -33,6 +34,14 @@ class Options:
     bindings: Mapping[str, Value] = field(default_factory=dict)
     compile: bool = True
     compile_flags: tuple[str, ...] = ()
+    bench: bool = False  # run the acceptance loop on the local GPU
+    max_iterations: int = 4  # candidates the loop tries per kernel
+    launch_spec: str | None = None  # TOML with buffer sizes, scalars and launches the file leaves open
+    rounds: int = 30  # timed rounds per candidate
+    progress: Callable[[str], None] | None = None
+    only: Mapping[int, SwizzleSpec] | None = None  # kernel index -> swizzle; other kernels are left alone
+    declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
+    notes: Mapping[int, str] = field(default_factory=dict)  # kernel index -> how its swizzle was chosen
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class RewriteResult:
     new: bytes
     patch: str
     compile: CompileReport | None
+    bench: tuple[KernelBench, ...] = ()
+    benchmarked: bool = False
 
     @property
     def changed(self) -> bool:
@@ -125,15 +136,70 @@ def _proof_text(proof: Proof) -> str:
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
     src, analysis = analyze_file(path, options.bindings)
+    if options.bench:
+        return rewrite_benchmarked(src, analysis, options)
     return rewrite_source(src, analysis, options)
+
+
+def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
+    """The acceptance loop for every kernel that can be swizzled, then the rewrite with what it accepted."""
+    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
+    only: dict[int, SwizzleSpec] = {}
+    declined: dict[int, str] = {}
+    notes: dict[int, str] = {}
+    benches = []
+    arch = options.hw.arch if options.hw.vendor == "nvidia" else "sm_90"
+    for index in range(len(analysis.kernels)):
+        if block_swizzle.refusal(analysis, index) is not None:
+            continue
+        ranking = ranked.get(index)
+        if options.swizzle is not None:
+            candidates = [(options.swizzle.name, None)]
+        elif isinstance(ranking, Ranking):
+            if ranking.chosen is None:
+                declined[index] = ranking.reason
+                continue
+            floor = ranking.identity.l2_hit_rate
+            candidates = [(p.candidate, p.l2_hit_rate) for p in ranking.predictions
+                          if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
+        else:
+            fallback = block_swizzle.default_spec(analysis.kernels[index], options.hw)
+            if fallback is None:
+                continue
+            candidates = [(fallback.name, None)]
+
+        def rewrite_one(spec: SwizzleSpec, index: int = index) -> bytes:
+            single = replace(options, bench=False, compile=False, only={index: spec}, declined={}, notes={})
+            return rewrite_source(src, analysis, single).new
+
+        result = bench_kernel(src, analysis, index, rewrite_one, candidates, arch, options.hw.l2_bytes,
+                              options.launch_spec, options.rounds, progress=options.progress)
+        benches.append(result)
+        if result.chosen is not None:
+            only[index] = parse_spec(result.chosen)
+            notes[index] = result.reason
+        else:
+            declined[index] = result.reason
+    final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes))
+    return replace(final, bench=tuple(benches), benchmarked=True)
 
 
 def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
     decisions: dict[int, Decision] = {}
     proposals: dict[int, Proposal] = {}
-    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
+    selecting = options.only is not None
+    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None and not selecting else {}
     for index in range(len(analysis.kernels)):
-        got = block_swizzle.propose(analysis, index, options.hw, options.swizzle, ranked.get(index))
+        if index in options.declined:
+            decisions[index] = Decision(index, "declined", options.declined[index])
+            continue
+        if selecting and index not in options.only:  # type: ignore[operator]
+            decisions[index] = block_swizzle.refusal(analysis, index) or Decision(index, "untouched", "not selected")
+            continue
+        requested = options.only[index] if selecting else options.swizzle  # type: ignore[index]
+        got = block_swizzle.propose(analysis, index, options.hw, requested, ranked.get(index))
+        if isinstance(got, Proposal) and index in options.notes:
+            got = replace(got, note=options.notes[index])
         if isinstance(got, Proposal):
             proposals[index] = got
         else:

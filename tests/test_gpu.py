@@ -49,3 +49,35 @@ def test_rewritten_example_matches_bit_for_bit(example, swizzle, args, tmp_path)
     original = _build_and_run(source, tmp_path, "original", args)
     rewritten = _build_and_run(patched, tmp_path, "rewritten", args)
     assert original == rewritten
+
+
+def test_planted_wrong_swizzle_is_caught(tmp_path):
+    """A rewrite that maps blocks to the wrong tiles (rows and columns swapped) must fail the output check."""
+    from swzc.analysis import analyze
+    from swzc.harness import build, plan_launch, run_harness
+    from swzc.pipeline import Options, load_hw, rewrite_source
+    from swzc.source import load
+    from swzc.swizzles import parse_spec
+
+    src = load(str(ROOT / "examples" / "naive_gemm.cu"))
+    analysis = analyze(src)
+    good = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:8")}, compile=False)).new
+    wrong = good.replace(b"swzc_block.y * TILE + threadIdx.y", b"swzc_block.x * TILE + threadIdx.y", 1)
+    assert wrong != good
+    plan = plan_launch(src, analysis.kernels[0])
+    built = build(src.path, src.data, wrong, plan, "sm_90", 60 << 20, str(ROOT / "examples"), tmp_path)
+    result = run_harness(built, rounds=5)
+    assert not result.correct and "buffer" in result.detail
+
+
+def test_planted_slower_swizzle_is_declined():
+    """Every reorder of the 2D stencil measured slower on the H200: the loop must keep identity."""
+    from swzc.pipeline import Options, load_hw, rewrite_file
+    from swzc.swizzles import parse_spec
+
+    options = Options(hw=load_hw("h200"), swizzle=parse_spec("hilbert:8"), compile=False, bench=True, rounds=15)
+    result = rewrite_file(str(ROOT / "bench" / "l2" / "kernels" / "stencil2d.cu"), options)
+    (bench,) = result.bench
+    (attempt,) = bench.attempts
+    assert attempt.correct and not attempt.accepted and bench.chosen is None
+    assert not result.changed and result.outcomes[0].status == "declined"

@@ -1,0 +1,148 @@
+"""The acceptance loop: propose -> prove -> splice -> compile -> check -> time -> profile -> keep the best.
+
+For each kernel the L2 model's candidates are tried in ranked order, up to `max_iterations`.  Each is
+rewritten (proven and spliced by the pipeline), built beside the original, checked on two random inputs,
+timed interleaved with an A/A control, and profiled with ncu where ncu is present.  A candidate is
+accepted only by measured time (swzc.accept); the fastest accepted one is kept.  Every attempt goes into
+the report, accepted or not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from swzc.accept import judge
+from swzc.analysis import FileAnalysis
+from swzc.errors import SwzcError
+from swzc.harness import Build, HarnessResult, LaunchPlan, build, load_spec, plan_launch, run_harness
+from swzc.source import SourceFile
+from swzc.swizzles import SwizzleSpec, parse_spec
+
+NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    candidate: str
+    predicted_l2_hit_rate: float | None
+    correct: bool
+    accepted: bool
+    speedup: float | None
+    lower_bound: float | None
+    noise: float | None
+    baseline_ms: float | None
+    ms: float | None
+    l2_hit_rate: float | None  # measured by ncu, where present
+    dram_read_bytes: float | None
+    reason: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class KernelBench:
+    kernel: str
+    line: int
+    attempts: tuple[Attempt, ...]
+    chosen: str | None  # the fastest accepted candidate
+    reason: str
+    baseline_l2_hit_rate: float | None = None
+
+
+def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
+    """(L2 hit %, DRAM bytes read) of one variant's launch by ncu; (None, None) without ncu."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return None, None
+    cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRICS, "--csv", "--page", "raw",
+           str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    rows = [r for r in csv.reader(io.StringIO("\n".join(l for l in run.stdout.splitlines() if l.startswith('"'))))]
+    if len(rows) < 3:
+        return None, None
+    header, last = rows[0], rows[-1]
+
+    def number(name: str) -> float | None:
+        try:
+            value = float(last[header.index(name)].replace(",", ""))
+        except (ValueError, IndexError):
+            return None
+        unit = rows[1][header.index(name)]
+        scale = {"Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}.get(unit, 1.0)
+        return value * scale
+
+    return number("lts__t_sector_hit_rate.pct"), number("dram__bytes_read.sum")
+
+
+def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[SwizzleSpec], bytes],
+                 candidates: list[tuple[str, float | None]], arch: str, l2_bytes: int, spec_file: str | None = None,
+                 rounds: int = 30, use_ncu: bool = True, progress: Callable[[str], None] | None = None) -> KernelBench:
+    """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one."""
+    kernel = analysis.kernels[index]
+    plan: LaunchPlan = plan_launch(src, kernel, load_spec(spec_file, kernel.name))
+    include_dir = str(Path(src.path).resolve().parent)
+    attempts: list[Attempt] = []
+    baseline_hit = None
+    for n, (name, predicted) in enumerate(candidates):
+        if progress:
+            progress(f"{kernel.name}: {name} ({n + 1}/{len(candidates)})")
+        start = time.perf_counter()
+        try:
+            built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, l2_bytes, include_dir)
+            result: HarnessResult = run_harness(built, rounds)
+        except SwzcError as exc:
+            attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
+                                    exc.message.splitlines()[0], time.perf_counter() - start))
+            continue
+        if not result.correct or result.timing is None:
+            attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
+                                    f"outputs differ from the original: {result.detail}", time.perf_counter() - start))
+            shutil.rmtree(built.folder, ignore_errors=True)
+            continue
+        verdict = judge(result.timing, True)
+        hit = dram = None
+        if use_ncu:
+            if baseline_hit is None:
+                baseline_hit, _ = profile(built, "a")
+            hit, dram = profile(built, "b")
+        attempts.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                                verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
+                                time.perf_counter() - start))
+        shutil.rmtree(built.folder, ignore_errors=True)
+    accepted = [a for a in attempts if a.accepted]
+    if accepted:
+        best = max(accepted, key=lambda a: a.speedup or 0.0)
+        reason = f"measured {best.speedup:.3f}x faster ({best.reason})"
+        return KernelBench(kernel.name, kernel.line, tuple(attempts), best.candidate, reason, baseline_hit)
+    tried = ", ".join(f"{a.candidate} {a.speedup:.3f}x" if a.speedup else f"{a.candidate} ({a.reason})" for a in attempts)
+    return KernelBench(kernel.name, kernel.line, tuple(attempts), None,
+                       f"no candidate was measurably faster: {tried or 'none tried'}", baseline_hit)
+
+
+def report_json(results: list[KernelBench], meta: dict) -> str:
+    return json.dumps({**meta, "kernels": [{**asdict(replace(r, attempts=())), "attempts": [asdict(a) for a in r.attempts]}
+                                           for r in results]}, indent=2)
+
+
+def report_markdown(results: list[KernelBench], meta: dict) -> str:
+    lines = [f"# swzc benchmark report: {meta.get('file', '')} on {meta.get('device', '')}", ""]
+    for r in results:
+        lines += [f"## {r.kernel} (line {r.line}): {'accepted ' + r.chosen if r.chosen else 'declined'}", "", r.reason, "",
+                  "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | L2 % (ncu) | DRAM read MB | verdict |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for a in r.attempts:
+            def f(v: float | None, fmt: str) -> str:
+                return format(v, fmt) if v is not None else "–"
+            lines.append(f"| {a.candidate} | {f(a.predicted_l2_hit_rate, '.1f')} | {'yes' if a.correct else 'no'} | "
+                         f"{f(a.speedup, '.3f')} | {f(a.lower_bound, '.3f')} | {f(a.noise, '.2%')} | {f(a.baseline_ms, '.3f')} | "
+                         f"{f(a.ms, '.3f')} | {f(a.l2_hit_rate, '.1f')} | {f(a.dram_read_bytes and a.dram_read_bytes / 1e6, ',.0f')} | "
+                         f"{'accepted' if a.accepted else a.reason} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The acceptance loop's parts that need no GPU: the launch plan, the generated harness (it must
+compile), the acceptance rule on synthetic timings, and the report's schema."""
+
+import json
+
+import pytest
+from support import ROOT, needs_nvcc
+
+from swzc.accept import judge
+from swzc.analysis import analyze
+from swzc.bench import Attempt, KernelBench, report_json, report_markdown
+from swzc.errors import SwzcError
+from swzc.harness import Buffer, Scalar, Timing, build, plan_launch
+from swzc.pipeline import Options, load_hw, rewrite_source
+from swzc.source import load, load_bytes
+from swzc.swizzles import parse_spec
+
+
+def test_launch_plan_from_the_file():
+    src = load(str(ROOT / "examples" / "naive_gemm.cu"))
+    (kernel,) = analyze(src).kernels
+    plan = plan_launch(src, kernel)
+    assert (plan.kernel, plan.grid, plan.block) == ("gemm_naive", (256, 256, 1), (16, 16, 1))
+    assert plan.params == (Buffer("A", "float", 4096 * 4096, "in"), Buffer("B", "float", 4096 * 4096, "in"),
+                           Buffer("C", "float", 4096 * 4096, "out"), Scalar("n", "int", 4096))
+
+
+def test_launch_plan_asks_for_what_the_file_leaves_open():
+    src = load_bytes("t.cu", b"""
+__global__ void k(float* x, const int* idx, int n) { x[idx[blockIdx.x]] += 1.0f; }
+int main(int argc, char** argv) { k<<<dim3(64, 2), 32>>>(0, 0, 128); }""")
+    (kernel,) = analyze(src).kernels
+    with pytest.raises(SwzcError, match="size of buffer x"):
+        plan_launch(src, kernel)
+    plan = plan_launch(src, kernel, {"args": {"x": {"count": 128}, "idx": {"count": 64, "fill": "range:0:128"}}})
+    assert plan.params[1] == Buffer("idx", "int", 64, "in", "range:0:128")
+
+
+@needs_nvcc
+def test_generated_harness_compiles(tmp_path):
+    src = load(str(ROOT / "examples" / "decoded_gemm.cu"))
+    analysis = analyze(src, {"n": 1000})
+    plan = plan_launch(src, analysis.kernels[0], {"args": {"n": {"value": 1000}}})
+    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:4")}, compile=False)).new
+    built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(ROOT / "examples"), tmp_path)
+    assert built.harness.exists() and built.a.exists() and built.b.exists()
+
+
+def timing(a, b, a2=None):
+    return Timing(tuple(a), tuple(b), tuple(a2 if a2 is not None else a))
+
+
+def test_accepts_a_clear_win():
+    v = judge(timing([10.0, 10.1, 9.9] * 10, [8.0, 8.1, 7.9] * 10, [10.05, 10.0, 9.95] * 10), True)
+    assert v.accepted and v.speedup == pytest.approx(1.25, rel=0.02) and v.lower > v.threshold
+
+
+def test_declines_a_gain_inside_the_noise():
+    """3 % faster, but A/A varies by 2 %: the bar is 1 + 3 x 2 % = 1.06."""
+    a = [10.0, 10.4, 9.8, 10.2] * 8
+    a2 = [10.2, 10.0, 10.0, 10.0] * 8
+    v = judge(timing(a, [x / 1.03 for x in a], a2), True)
+    assert not v.accepted and v.threshold > 1.05 and "noise" in v.reason
+
+
+def test_declines_a_gain_below_one_percent():
+    a = [10.0] * 30
+    v = judge(timing(a, [x / 1.005 for x in a]), True)
+    assert not v.accepted and v.threshold == pytest.approx(1.01)
+
+
+def test_declines_wrong_outputs_however_fast():
+    v = judge(timing([10.0] * 30, [5.0] * 30), False)
+    assert not v.accepted and "differ" in v.reason
+
+
+def test_declines_a_slowdown():
+    v = judge(timing([10.0] * 30, [12.0] * 30), True)
+    assert not v.accepted and v.speedup < 1
+
+
+def test_report_schema():
+    attempt = Attempt("grouped:8", 93.4, True, True, 1.2, 1.15, 0.004, 25.0, 20.8, 87.5, 2.2e9, "1.2x", 3.1)
+    result = KernelBench("gemm", 11, (attempt,), "grouped:8", "measured 1.200x faster", 55.8)
+    doc = json.loads(report_json([result], {"file": "g.cu", "device": "GPU"}))
+    (kernel,) = doc["kernels"]
+    assert {"kernel", "line", "chosen", "reason", "attempts", "baseline_l2_hit_rate"} <= kernel.keys()
+    assert {"candidate", "predicted_l2_hit_rate", "correct", "accepted", "speedup", "lower_bound", "noise",
+            "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds"} == kernel["attempts"][0].keys()
+    assert "| grouped:8 | 93.4 | yes | 1.200 |" in report_markdown([result], {"file": "g.cu", "device": "GPU"})
