@@ -102,6 +102,7 @@ class _Symbols:
         self.adapter = adapter
         self.divisor = divisor
         self.pointers = dict(pointers)  # name -> (array, elem bytes, element type), kernel pointer parameters
+        self.aliases: dict[str, list[Node]] = {}  # local pointer -> offset terms from a parameter: `p = x + row * n`
         self.ranges: dict[str, tuple[int, int]] = {"tx": (0, block[0]), "ty": (0, block[1]), "tz": (0, block[2])}
         tiles = tile_grid(grid, adapter, divisor)
         self.ranges.update(row=(0, tiles[0]), col=(0, tiles[1]), z=(0, tiles[2]))
@@ -115,6 +116,10 @@ class _Symbols:
                     if name:
                         value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
                         self.defs.setdefault(name, []).append((decl, value))
+                        if value is not None and "*" in text(decl).split("=")[0]:
+                            base, terms = _pointer_plus(value)
+                            if base in self.pointers:
+                                self.aliases[name] = terms
             elif node.type == "assignment_expression":
                 target = node.child_by_field_name("left")
                 if target is not None and target.type == "identifier":
@@ -465,6 +470,8 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
         line = node.start_point.row + 1
         try:
             index = sum((symbols.affine(n) for n in index_node), Affine.of(0))
+            if array not in pointers:
+                raise _Unknown(f"local pointer {array} changes, or does not point into a parameter")
             elem = pointers[array][1] or ELEMENT_BYTES.get(dict(launch.type_args).get(pointers[array][2], ""), 0)
             if not elem:
                 raise _Unknown(f"element type of {array} unknown")
@@ -521,7 +528,15 @@ def _access_of(node: Node, symbols: _Symbols, fragments: Mapping[str, tuple[int,
     """(array, index expression, is a write, fragment shape) for a global access at `node`, else None."""
     if node.type == "subscript_expression":
         base = node.child_by_field_name("argument")
-        if base is None or base.type != "identifier" or text(base) not in symbols.pointers:
+        if base is None or base.type != "identifier":
+            return None
+        name, offset = text(base), []
+        if name in symbols.aliases and name in symbols.spoiled | {n for n, d in symbols.defs.items() if len(d) > 1}:
+            return name, [], False, None  # a pointer that moves: reported as unknown (it is not a parameter)
+        if name in symbols.aliases:  # a local pointer into a parameter: p[i] is x[offset + i]
+            offset = symbols.aliases[name]
+            name = _pointer_plus(_alias_value(symbols, name))[0]
+        if name not in symbols.pointers:
             return None
         indices = node.child_by_field_name("indices")
         index = indices.named_children[0] if indices is not None and indices.named_child_count == 1 else None
@@ -529,7 +544,7 @@ def _access_of(node: Node, symbols: _Symbols, fragments: Mapping[str, tuple[int,
             return None
         parent = node.parent
         write = parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == node
-        return text(base), [index], write, None
+        return name, [*offset, index], write, None
     if node.type == "call_expression":
         callee = text(node.child_by_field_name("function")).split("::")[-1]
         if callee not in ("load_matrix_sync", "store_matrix_sync"):
@@ -554,6 +569,10 @@ def _access_of(node: Node, symbols: _Symbols, fragments: Mapping[str, tuple[int,
         rows, cols = shape if "col_major" not in layout else shape[::-1]
         return base, offset, callee == "store_matrix_sync", (rows, cols, ld.const)
     return None
+
+
+def _alias_value(symbols: _Symbols, name: str) -> Node:
+    return next(value for _, value in symbols.defs[name] if value is not None)
 
 
 def _strip_cast(node: Node) -> Node:

@@ -172,8 +172,12 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             single = replace(options, bench=False, compile=False, only={index: spec}, declined={}, notes={})
             return rewrite_source(src, analysis, single).new
 
-        result = bench_kernel(src, analysis, index, rewrite_one, candidates, arch, options.hw.l2_bytes,
-                              options.launch_spec, options.rounds, progress=options.progress)
+        try:
+            result = bench_kernel(src, analysis, index, rewrite_one, candidates, arch, options.hw.l2_bytes,
+                                  options.launch_spec, options.rounds, progress=options.progress)
+        except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
+            declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
+            continue
         benches.append(result)
         if result.chosen is not None:
             only[index] = parse_spec(result.chosen)

@@ -39,8 +39,11 @@ static uint64_t fnv1a(const void* data, size_t bytes, uint64_t h) {
 // H is LEN x LEN: H[i][j] is the best local-alignment score ending at a[i], b[j] (linear gap penalty).
 // Cells outside the matrix (row -1, column -1) count as 0. One block of TILE threads scores one tile;
 // the tiles of one launch lie on the anti-diagonal tile_row + tile_col = diag and are independent of each other.
-__global__ void sw_diagonal(const char* __restrict__ a, const char* __restrict__ b, int* __restrict__ H, int diag, int first_row) {
+// Every launch has TILES blocks (a grid fixed at compile time); blocks past the diagonal's `count` tiles exit at once.
+__global__ void sw_diagonal(const char* __restrict__ a, const char* __restrict__ b, int* __restrict__ H, int diag, int first_row,
+                            int count) {
   __shared__ int h[TILE + 1][TILE + 1];  // h[r + 1][c + 1] is cell (r, c) of the tile; row 0 and column 0 are the halo
+  if (blockIdx.x >= count) return;  // the whole block leaves, before any barrier
   const int tile_row = first_row + blockIdx.x;
   const int tile_col = diag - tile_row;
   const int i0 = tile_row * TILE;
@@ -72,7 +75,7 @@ static void run_all_diagonals(const char* da, const char* db, int* dH) {
   for (int diag = 0; diag < 2 * TILES - 1; ++diag) {
     const int first = diag < TILES ? 0 : diag - TILES + 1;
     const int last = diag < TILES ? diag : TILES - 1;
-    sw_diagonal<<<last - first + 1, TILE>>>(da, db, dH, diag, first);
+    sw_diagonal<<<TILES, TILE>>>(da, db, dH, diag, first, last - first + 1);
   }
 }
 
