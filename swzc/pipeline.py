@@ -141,8 +141,10 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
     return rewrite_source(src, analysis, options)
 
 
-def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
-    """The acceptance loop for every kernel that can be swizzled, then the rewrite with what it accepted."""
+def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options,
+                        kernels: set[int] | None = None) -> RewriteResult:
+    """The acceptance loop for every kernel that can be swizzled (or those in `kernels`), then the rewrite
+    with what it accepted."""
     ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
     only: dict[int, SwizzleSpec] = {}
     declined: dict[int, str] = {}
@@ -150,7 +152,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
     benches = []
     arch = options.hw.arch if options.hw.vendor == "nvidia" else "sm_90"
     for index in range(len(analysis.kernels)):
-        if block_swizzle.refusal(analysis, index) is not None:
+        if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
             continue
         ranking = ranked.get(index)
         if options.swizzle is not None:
