@@ -145,7 +145,8 @@ def main() -> None:
                 baseline_ms=baseline_ms, swzc_ms=swzc_ms, swzc_swizzle=chosen or "identity", oracle_ms=oracle_ms,
                 oracle_swizzle=oracle_name, expert_ms=expert_ms, baseline_l2_hit=base_hit, swzc_l2_hit=chosen_hit,
                 correct=correct, accepted=chosen is not None, loop_seconds=round(loop_seconds, 1),
-                swzc_reason=mine.reason if mine else "", candidates_measured=len(ok), seconds=round(time.perf_counter() - started, 1),
+                swzc_reason=mine.reason if mine else final.outcomes[index].reason, candidates_measured=len(ok),
+                seconds=round(time.perf_counter() - started, 1),
             )
             records.append(record)
             print(json.dumps(record), flush=True)
