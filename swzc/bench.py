@@ -22,7 +22,8 @@ from pathlib import Path
 from swzc.accept import judge
 from swzc.analysis import FileAnalysis
 from swzc.errors import SwzcError
-from swzc.harness import Build, HarnessResult, LaunchPlan, build, load_spec, plan_launch, run_harness
+from swzc.harness import Build, HarnessResult, build, load_spec, plan_launch, run_harness
+from swzc.program import ProgramBench, run_program
 from swzc.source import SourceFile
 from swzc.swizzles import SwizzleSpec, parse_spec
 
@@ -83,10 +84,12 @@ def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
 
 def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[SwizzleSpec], bytes],
                  candidates: list[tuple[str, float | None]], arch: str, l2_bytes: int, spec_file: str | None = None,
-                 rounds: int = 30, use_ncu: bool = True, progress: Callable[[str], None] | None = None) -> KernelBench:
-    """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one."""
+                 rounds: int = 30, use_ncu: bool = True, progress: Callable[[str], None] | None = None,
+                 program: ProgramBench | None = None) -> KernelBench:
+    """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one.  With `program`
+    the user's own program is built and timed instead of the generated harness (no ncu then)."""
     kernel = analysis.kernels[index]
-    plan: LaunchPlan = plan_launch(src, kernel, load_spec(spec_file, kernel.name))
+    plan = plan_launch(src, kernel, load_spec(spec_file, kernel.name)) if program is None else None
     include_dir = str(Path(src.path).resolve().parent)
     attempts: list[Attempt] = []
     baseline_hit = None
@@ -94,9 +97,14 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
         if progress:
             progress(f"{kernel.name}: {name} ({n + 1}/{len(candidates)})")
         start = time.perf_counter()
+        built: Build | None = None
         try:
-            built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, l2_bytes, include_dir)
-            result: HarnessResult = run_harness(built, rounds)
+            if program is not None:
+                result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
+            else:
+                assert plan is not None
+                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, l2_bytes, include_dir)
+                result = run_harness(built, rounds)
         except SwzcError as exc:
             attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
                                     exc.message.splitlines()[0], time.perf_counter() - start))
@@ -104,18 +112,20 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
         if not result.correct or result.timing is None:
             attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
                                     f"outputs differ from the original: {result.detail}", time.perf_counter() - start))
-            shutil.rmtree(built.folder, ignore_errors=True)
+            if built is not None:
+                shutil.rmtree(built.folder, ignore_errors=True)
             continue
         verdict = judge(result.timing, True)
         hit = dram = None
-        if use_ncu:
+        if use_ncu and built is not None:
             if baseline_hit is None:
                 baseline_hit, _ = profile(built, "a")
             hit, dram = profile(built, "b")
         attempts.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
                                 verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
                                 time.perf_counter() - start))
-        shutil.rmtree(built.folder, ignore_errors=True)
+        if built is not None:
+            shutil.rmtree(built.folder, ignore_errors=True)
     accepted = [a for a in attempts if a.accepted]
     if accepted:
         best = max(accepted, key=lambda a: a.speedup or 0.0)

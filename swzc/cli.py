@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -22,6 +23,7 @@ from rich.console import Console
 from swzc.analysis import FileAnalysis
 from swzc.bench import report_json, report_markdown
 from swzc.harness import gpu_name, gpu_present
+from swzc.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
 from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rank_kernels, rewrite_file
@@ -117,13 +119,22 @@ def main() -> None:
               help="Candidates the benchmark tries per kernel, best predicted first.")
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
 @click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
+@click.option("--bench-cmd", metavar="CMD", help="Benchmark with your own program instead of the generated harness: a shell "
+              "command run in a copy of FILE's folder ({file} is FILE's name) that prints a time in ms and a checksum.")
+@click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first.")
+@click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True, help="With --bench-cmd: timed runs per version.")
+@click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE",
+              help="With --bench-cmd: where the time (ms) is in the output (first group that matches).")
+@click.option("--check-regex", default=CHECK_PATTERN, show_default=False, metavar="RE",
+              help="With --bench-cmd: where the check value is in the output; both versions must print the same.")
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG",
               help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
 @json_option
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
-            report: str | None, compile_flags: tuple[str, ...], as_json: bool) -> None:
+            report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, time_regex: str,
+            check_regex: str, compile_flags: tuple[str, ...], as_json: bool) -> None:
     """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
     if output and in_place:
         raise SwzcError("use either -o/--output or --in-place, not both")
@@ -131,13 +142,24 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         raise SwzcError(f"-o {output} is the input file; use --in-place to overwrite it")
     if output == "-" and patch_out == "-":
         raise SwzcError("-o - and --patch - would both write to stdout")
+    program = None
+    if bench_cmd:
+        for pattern in (time_regex, check_regex):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
+        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex)
+        bench = True if bench is None else bench
+    elif build_cmd:
+        raise SwzcError("--build-cmd goes with --bench-cmd")
     if bench is None:
         bench = gpu_present()
-    elif bench and not gpu_present():
+    elif bench and program is None and not gpu_present():
         raise SwzcError("--bench needs a CUDA GPU and nvcc here; none was found")
     options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
-                      launch_spec=launch_spec)
+                      launch_spec=launch_spec, program=program)
     if bench:
         console = Console(stderr=True)
         with console.status("benchmarking") as status:

@@ -22,6 +22,7 @@ from swzc.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.patch import unified_patch
+from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
 from swzc.swizzles import SwizzleSpec, parse_spec
@@ -38,6 +39,7 @@ class Options:
     max_iterations: int = 4  # candidates the loop tries per kernel
     launch_spec: str | None = None  # TOML with buffer sizes, scalars and launches the file leaves open
     rounds: int = 30  # timed rounds per candidate
+    program: ProgramBench | None = None  # time the user's own program instead of the generated harness
     progress: Callable[[str], None] | None = None
     only: Mapping[int, SwizzleSpec] | None = None  # kernel index -> swizzle; other kernels are left alone
     declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
@@ -176,7 +178,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
 
         try:
             result = bench_kernel(src, analysis, index, rewrite_one, candidates, arch, options.hw.l2_bytes,
-                                  options.launch_spec, options.rounds, progress=options.progress)
+                                  options.launch_spec, options.rounds, progress=options.progress, program=options.program)
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue

@@ -88,3 +88,52 @@ def test_report_schema():
     assert {"candidate", "predicted_l2_hit_rate", "correct", "accepted", "speedup", "lower_bound", "noise",
             "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds"} == kernel["attempts"][0].keys()
     assert "| grouped:8 | 93.4 | yes | 1.200 |" in report_markdown([result], {"file": "g.cu", "device": "GPU"})
+
+
+PROGRAM = b"""#include <cstdio>
+__global__ void k(float* c, int n) { c[(blockIdx.y * 16 + threadIdx.y) * n + blockIdx.x * 16 + threadIdx.x] = 1.0f; }
+int main() { k<<<dim3(64, 64), dim3(16, 16)>>>(0, 1024); printf("done\\n"); }
+"""
+
+# A stand-in for the user's program: "runs" the source next to it and reports a time and a checksum
+# that depend on whether the source was rewritten.
+FAKE_RUN = """import sys
+src = open(sys.argv[1]).read()
+swizzled = "swzc_block" in src
+print(f"kernel k ms {SWIZZLED if swizzled else 10.0:.3f} checksum {CHECK if swizzled else 'c0ffee'}")
+"""
+
+
+def _program_case(tmp_path, swizzled_ms, check):
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    (tmp_path / "fake_run.py").write_text(FAKE_RUN.replace("SWIZZLED", repr(swizzled_ms)).replace("CHECK", repr(check)))
+    from click.testing import CliRunner
+
+    from swzc.cli import main
+
+    out = tmp_path / "out.cu"
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "-o", str(out), "--no-compile", "--json",
+                                       "--swizzle", "grouped:8", "--bench-cmd", "python3 fake_run.py {file}",
+                                       "--bench-runs", "6", "--report", str(tmp_path / "report")])
+    return result, json.loads(result.stdout)
+
+
+def test_bench_cmd_accepts_a_measured_win(tmp_path):
+    result, doc = _program_case(tmp_path, 8.0, "c0ffee")
+    assert result.exit_code == 0 and doc["benchmarked"] and doc["changed"]
+    (bench,) = doc["bench"]
+    assert bench["chosen"] == "grouped:8" and bench["attempts"][0]["speedup"] == pytest.approx(1.25)
+    assert (tmp_path / "report.json").exists() and "grouped:8" in (tmp_path / "report.md").read_text()
+
+
+def test_bench_cmd_declines_a_wrong_check_value(tmp_path):
+    result, doc = _program_case(tmp_path, 5.0, "bad")
+    assert result.exit_code == 1 and not doc["changed"]
+    (attempt,) = doc["bench"][0]["attempts"]
+    assert not attempt["correct"] and "differs" in attempt["reason"]
+
+
+def test_bench_cmd_declines_a_slowdown(tmp_path):
+    result, doc = _program_case(tmp_path, 12.0, "c0ffee")
+    assert result.exit_code == 1 and doc["kernels"][0]["status"] == "declined"
+    assert doc["bench"][0]["attempts"][0]["speedup"] < 1
