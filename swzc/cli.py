@@ -19,6 +19,7 @@ import click
 from swzc import __version__
 from swzc import hw as hwmodels
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from swzc.analysis import FileAnalysis
 from swzc.bench import report_json, report_markdown
@@ -161,9 +162,15 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program)
     if bench:
-        console = Console(stderr=True)
-        with console.status("benchmarking") as status:
-            result = rewrite_file(file, replace(options, progress=lambda text: status.update(f"benchmarking {text}")))
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("benchmarking", total=None)
+
+            def progress(text: str) -> None:  # "kernel: candidate (n/N)"
+                done, _, total = text.rpartition("(")[2].rstrip(")").partition("/")
+                bar.update(task, description=f"benchmarking {text.rpartition(' (')[0]}", completed=int(done) - 1, total=int(total))
+
+            result = rewrite_file(file, replace(options, progress=progress))
     else:
         result = rewrite_file(file, options)
     if report and result.benchmarked:
