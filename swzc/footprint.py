@@ -19,7 +19,7 @@ import numpy as np
 from tree_sitter import Node
 
 from swzc.analysis import KernelInfo, file_scope, function_name, functions, local_scope, text, walk
-from swzc.evaluate import Evaluator, Value
+from swzc.evaluate import Evaluator, Value, expression_of
 from swzc.source import SourceFile
 
 MAX_POINTS = 1 << 24  # enumeration budget per access (threads x loop iterations)
@@ -87,7 +87,6 @@ class Footprint:
     accesses: tuple[Access, ...]
     unknown: tuple[str, ...]  # "line N: why" for each access left out
     threads: int
-    smem_bytes: int
 
 
 class _Symbols:
@@ -419,22 +418,7 @@ def _pointer_params(function: Node) -> dict[str, tuple[str, int, str]]:
     return out
 
 
-def _shared_bytes(body: Node, ev: Evaluator) -> int:
-    total = 0
-    for node in walk(body):
-        if node.type == "declaration" and "__shared__" in text(node).split("[")[0]:
-            elem = ELEMENT_BYTES.get(text(node.child_by_field_name("type")).split("::")[-1].strip(), 4)
-            count = 1
-            for dim in re.findall(r"\[([^\]]*)\]", text(node.child_by_field_name("declarator"))):
-                value = ev.value(expression(dim))
-                count *= int(value) if isinstance(value, (int, float)) and value > 0 else 0
-            total += elem * count
-    return total
-
-
 def expression(source: str) -> Node | None:
-    from swzc.evaluate import expression_of
-
     return expression_of(source) if source.strip() else None
 
 
@@ -491,7 +475,7 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
         accesses.append(Access(array, write, elem, block_bytes, sectors, line))  # type: ignore[arg-type]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     return Footprint(kernel.name, launch.grid, launch.block, tile_grid(launch.grid, kernel.adapter, launch.divisor),
-                     tuple(_merge(accesses)), tuple(unknown), threads, _shared_bytes(body, ev))
+                     tuple(_merge(accesses)), tuple(unknown), threads)
 
 
 def _merge(accesses: list[Access]) -> list[Access]:
