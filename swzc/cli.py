@@ -37,7 +37,7 @@ EXIT_CODES = """\b
 Exit codes:
   0  rewritten, or nothing to do (no kernel reads the block index)
   1  every kernel that reads the block index was refused or declined
-  2  bad input: unreadable file, syntax error, unknown --hw, bad --swizzle or --set
+  2  bad input: unreadable file, syntax error, unknown --hw, bad --swizzle or --set, --bench without a GPU
   3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written"""
 
 
