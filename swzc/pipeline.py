@@ -28,6 +28,9 @@ from swzc.rank import Ranking, rank
 from swzc.swizzles import SwizzleSpec, parse_spec
 
 
+EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
+
+
 @dataclass(frozen=True)
 class Options:
     hw: HardwareModel
@@ -152,6 +155,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
     benches = []
+    exploring: set[int] = set()
     arch = options.hw.arch if options.hw.vendor == "nvidia" else "sm_90"
     for index in range(len(analysis.kernels)):
         if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
@@ -161,11 +165,18 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             candidates = [(options.swizzle.name, None)]
         elif isinstance(ranking, Ranking):
             if ranking.chosen is None:
-                declined[index] = ranking.reason
-                continue
-            floor = ranking.identity.l2_hit_rate
-            candidates = [(p.candidate, p.l2_hit_rate) for p in ranking.predictions
-                          if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
+                # The L2 model sees no gain, but it is blind to DRAM-side effects (write locality): spend one
+                # measured try on the transposed raster of a tile grid, which won on the H200's transpose.
+                explore = next((p for p in ranking.predictions if p.candidate == EXPLORE), None)
+                if explore is None:
+                    declined[index] = ranking.reason
+                    continue
+                candidates = [(explore.candidate, explore.l2_hit_rate)]
+                exploring.add(index)
+            else:
+                floor = ranking.identity.l2_hit_rate
+                candidates = [(p.candidate, p.l2_hit_rate) for p in ranking.predictions
+                              if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
         else:
             fallback = block_swizzle.default_spec(analysis.kernels[index], options.hw)
             if fallback is None:
@@ -183,11 +194,12 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
         benches.append(result)
+        model = f"{ranked[index].reason}; the transposed raster was measured anyway: " if index in exploring else ""  # type: ignore[union-attr]
         if result.chosen is not None:
             only[index] = parse_spec(result.chosen)
-            notes[index] = result.reason
+            notes[index] = model + result.reason
         else:
-            declined[index] = result.reason
+            declined[index] = model + result.reason
     final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes))
     return replace(final, bench=tuple(benches), benchmarked=True)
 

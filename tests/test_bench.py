@@ -137,3 +137,31 @@ def test_bench_cmd_declines_a_slowdown(tmp_path):
     result, doc = _program_case(tmp_path, 12.0, "c0ffee")
     assert result.exit_code == 1 and doc["kernels"][0]["status"] == "declined"
     assert doc["bench"][0]["attempts"][0]["speedup"] < 1
+
+
+COPY_PROGRAM = b"""#include <cstdio>
+#define N 4096
+__global__ void copy2d(const float* a, float* c) {
+  const int i = (blockIdx.y * 16 + threadIdx.y) * N + blockIdx.x * 16 + threadIdx.x;
+  c[i] = a[i];
+}
+int main() { copy2d<<<dim3(N / 16, N / 16), dim3(16, 16)>>>(0, 0); printf("done\\n"); }
+"""
+
+
+def test_loop_measures_the_transposed_raster_when_the_model_sees_no_gain(tmp_path):
+    """A copy has no reuse: the L2 model predicts nothing, yet the loop measures colmajor once."""
+    (tmp_path / "k.cu").write_bytes(COPY_PROGRAM)
+    (tmp_path / "run.py").write_text('import sys\nsrc = open(sys.argv[1]).read()\n'
+                                     'print("ms", 9.0 if "swzc_colmajor" in src else 10.0, "checksum 7")\n')
+    from click.testing import CliRunner
+
+    from swzc.cli import main
+
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json",
+                                       "--bench-cmd", "python3 run.py {file}", "--bench-runs", "5"])
+    doc = json.loads(result.stdout)
+    (bench,) = doc["bench"]
+    assert [a["candidate"] for a in bench["attempts"]] == ["colmajor"] and bench["chosen"] == "colmajor"
+    (kernel,) = doc["kernels"]
+    assert kernel["status"] == "rewritten" and "measured anyway" in kernel["chosen_by"]
