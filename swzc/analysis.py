@@ -186,7 +186,7 @@ def _callee(call: Node) -> str:
     return text(function)
 
 
-def _declared_name(declarator: Node | None) -> str:
+def declared_name(declarator: Node | None) -> str:
     while declarator is not None and declarator.type not in ("identifier", "field_identifier", "qualified_identifier", "template_function", "operator_name", "destructor_name"):
         declarator = declarator.child_by_field_name("declarator")
     if declarator is None:
@@ -197,7 +197,7 @@ def _declared_name(declarator: Node | None) -> str:
 
 
 def function_name(function: Node) -> str:
-    return _declared_name(function.child_by_field_name("declarator"))
+    return declared_name(function.child_by_field_name("declarator"))
 
 
 def _has_token(node: Node, token: str) -> bool:
@@ -264,7 +264,7 @@ def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
         elif node.type == "declaration" and _is_global(node) and re.search(r"\b(const|constexpr)\b", text(node).split("=")[0]):
             for decl in node.children_by_field_name("declarator"):
                 if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
-                    define(names, _declared_name(decl), decl.child_by_field_name("value"))
+                    define(names, declared_name(decl), decl.child_by_field_name("value"))
     for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
         names.pop(name, None)
     return Scope(user=user, names={k: v for k, v in names.items() if v is not None}, macros=macros)
@@ -291,7 +291,7 @@ def local_scope(function: Node, at: int, outer: Scope) -> Scope:
         if node.type == "declaration":
             dim3 = text(node.child_by_field_name("type")) in ("dim3", "uint3")
             for decl in node.children_by_field_name("declarator"):
-                name = _declared_name(decl)
+                name = declared_name(decl)
                 if decl.type == "init_declarator":
                     value = decl.child_by_field_name("value")
                     defs.setdefault(name, []).append((node, value, "init"))
@@ -511,7 +511,7 @@ def _grid_strides(body: Node, grid_reads: list[Node], where: str) -> list[Hazard
     found = []
     for node in walk(body):  # document order: a stride is declared before the loop that uses it
         if node.type == "init_declarator" and node.child_by_field_name("value") is not None and reads_grid(node.child_by_field_name("value")):
-            derived.add(_declared_name(node))
+            derived.add(declared_name(node))
         elif node.type == "assignment_expression":
             op = text(node.child_by_field_name("operator"))
             target = text(node.child_by_field_name("left"))
@@ -563,7 +563,7 @@ def _volatile_names(root: Node) -> set[str]:
             c.type == "type_qualifier" and text(c) == "volatile" for c in node.children
         ):
             for decl in node.children_by_field_name("declarator"):
-                names.add(_declared_name(decl))
+                names.add(declared_name(decl))
     return names
 
 
@@ -576,7 +576,7 @@ def _decode(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[Node | N
         if node.type == "init_declarator":
             value = node.child_by_field_name("value")
             if value is not None and (_strip(value).start_byte, _strip(value).end_byte) in x_at:
-                aliases.add(_declared_name(node))
+                aliases.add(declared_name(node))
         elif node.type in ("assignment_expression", "update_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("argument")
             assigned.add(text(target))
@@ -606,7 +606,7 @@ def _splice_text(divisor: Node, function: Node, insert_at: int) -> str | None:
     for node in walk(body):
         if node.type == "declaration":
             for decl in node.children_by_field_name("declarator"):
-                locals_.setdefault(_declared_name(decl), []).append(decl)
+                locals_.setdefault(declared_name(decl), []).append(decl)
         elif node.type in ("assignment_expression", "update_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("argument")
             assigned.add(text(_strip(target)) if target is not None else "")
@@ -702,20 +702,42 @@ def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
             return node, []
 
 
-def parameters(function: Node) -> tuple[list[str], list[str]]:
-    """(value parameter names, template parameter names) of a function definition."""
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str  # the declared base type, e.g. "float" (qualifiers are separate nodes)
+    pointer: bool  # a pointer or array parameter
+
+
+def parameter_list(function: Node) -> list[Parameter]:
+    """The value parameters of a function definition, in order."""
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
-    params = []
-    if declarator is not None:
-        plist = declarator.child_by_field_name("parameters")
-        params = [_declared_name(p.child_by_field_name("declarator")) for p in plist.named_children if p.type.endswith("parameter_declaration")] if plist else []
+    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
+    found = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type.endswith("parameter_declaration"):
+            decl = p.child_by_field_name("declarator")
+            found.append(Parameter(declared_name(decl), " ".join(text(p.child_by_field_name("type")).split()),
+                                   "*" in text(decl) or "[" in text(decl)))
+    return found
+
+
+def kernel_function(src: SourceFile, kernel: KernelInfo) -> Node | None:
+    """The definition a KernelInfo was made from."""
+    return next((f for f, _ in functions(src.tree.root_node)
+                 if function_name(f) == kernel.name and f.start_point.row + 1 == kernel.line), None)
+
+
+def parameters(function: Node) -> tuple[list[str], list[str]]:
+    """(value parameter names, template parameter names) of a function definition."""
+    params = [p.name for p in parameter_list(function)]
     tparams = []
     if function.parent is not None and function.parent.type == "template_declaration":
         tlist = function.parent.child_by_field_name("parameters")
         for p in tlist.named_children if tlist else []:
-            tparams.append(_declared_name(p.child_by_field_name("declarator")) if p.child_by_field_name("declarator") else text(p).split()[-1])
+            tparams.append(declared_name(p.child_by_field_name("declarator")) if p.child_by_field_name("declarator") else text(p).split()[-1])
     return params, tparams
 
 

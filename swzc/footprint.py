@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from tree_sitter import Node
 
-from swzc.analysis import KernelInfo, file_scope, function_name, functions, local_scope, text, walk
+from swzc.analysis import KernelInfo, declared_name, file_scope, kernel_function, local_scope, parameter_list, text, walk
 from swzc.evaluate import Evaluator, Value, expression_of
 from swzc.source import SourceFile
 
@@ -111,7 +111,7 @@ class _Symbols:
         for node in walk(body):
             if node.type == "declaration":
                 for decl in node.children_by_field_name("declarator"):
-                    name = _name_of(decl)
+                    name = declared_name(decl)
                     if name:
                         value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
                         self.defs.setdefault(name, []).append((decl, value))
@@ -337,13 +337,6 @@ def _eval_terms(form: Affine, values: Mapping[str, np.ndarray]) -> np.ndarray | 
     return out
 
 
-def _name_of(decl: Node) -> str:
-    node: Node | None = decl
-    while node is not None and node.type not in ("identifier",):
-        node = node.child_by_field_name("declarator")
-    return text(node) if node is not None else ""
-
-
 def _loop_of(decl: Node) -> Node | None:
     """The for statement whose initialiser declares `decl`."""
     parent = decl.parent
@@ -404,17 +397,12 @@ def tile_grid(grid: tuple[int, int, int], adapter: str, divisor: int | None) -> 
 
 
 def _pointer_params(function: Node) -> dict[str, tuple[str, int, str]]:
+    """Pointer parameters: name -> (array, element bytes (0 if unknown), element type)."""
     out = {}
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
-    for p in plist.named_children if plist is not None else []:
-        decl = p.child_by_field_name("declarator")
-        if decl is None or "*" not in text(decl) and "[" not in text(decl):
-            continue
-        base = text(p.child_by_field_name("type")).split("::")[-1].strip()
-        out[_name_of(decl)] = (_name_of(decl), ELEMENT_BYTES.get(base, 0), base)
+    for p in parameter_list(function):
+        if p.pointer:
+            base = p.type.split("::")[-1].strip()
+            out[p.name] = (p.name, ELEMENT_BYTES.get(base, 0), base)
     return out
 
 
@@ -434,7 +422,7 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
         return f"the launch at line {launch.line} has a grid or block size the file does not fix (use --set)"
     if kernel.decode is not None and launch.divisor is None:
         return f"the tile decode divisor {kernel.decode.divisor!r} is not known at line {launch.line}"
-    function = next((f for f, _ in functions(src.tree.root_node) if function_name(f) == kernel.name and f.start_point.row + 1 == kernel.line), None)
+    function = kernel_function(src, kernel)
     if function is None:
         return "kernel not found"
     body = function.child_by_field_name("body")
@@ -504,7 +492,7 @@ def _fragments(body: Node, ev: Evaluator) -> dict[str, tuple[int, int]]:
             m, n, k = int(m), int(n), int(k)  # type: ignore[arg-type]
             shape = {"matrix_a": (m, k), "matrix_b": (k, n), "accumulator": (m, n)}[use]
             for decl in node.children_by_field_name("declarator"):
-                out[_name_of(decl)] = shape
+                out[declared_name(decl)] = shape
     return out
 
 

@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tree_sitter import Node
 
-from swzc.analysis import KernelInfo, function_name, functions, text
+from swzc.analysis import KernelInfo, kernel_function, parameter_list
 from swzc.errors import ExitCode, SwzcError
 from swzc.footprint import ELEMENT_BYTES, Footprint, footprint
 from swzc.source import SourceFile
@@ -81,30 +80,10 @@ class HarnessResult:
     commands: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _param_decls(function: Node) -> list[tuple[str, str, bool]]:
-    """(name, base type, is pointer) for each parameter of a kernel."""
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        if not p.type.endswith("parameter_declaration"):
-            continue
-        decl = p.child_by_field_name("declarator")
-        decl_text = text(decl)
-        node = decl
-        while node is not None and node.type != "identifier":
-            node = node.child_by_field_name("declarator")
-        base = " ".join(text(p.child_by_field_name("type")).split())
-        out.append((text(node), base, "*" in decl_text or "[" in decl_text))
-    return out
-
-
 def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None) -> LaunchPlan:
     """The launch to run: the file's first fixed launch, buffers sized by the footprint, the spec on top."""
     spec = dict(spec or {})
-    function = next((f for f, _ in functions(src.tree.root_node) if function_name(f) == kernel.name and f.start_point.row + 1 == kernel.line), None)
+    function = kernel_function(src, kernel)
     if function is None:
         raise SwzcError(f"{src.path}: kernel {kernel.name} not found")
     launch = next((la for la in kernel.launches if la.grid is not None and la.block is not None), None)
@@ -117,7 +96,7 @@ def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None
     bindings = dict(launch.bindings) if launch else {}
     args = spec.get("args", {})
     params: list[Buffer | Scalar] = []
-    for name, base, pointer in _param_decls(function):
+    for name, base, pointer in ((p.name, p.type, p.pointer) for p in parameter_list(function)):
         given = args.get(name, {})
         ctype = given.get("type", base.replace("const ", "").replace("__restrict__", "").strip())
         if ctype not in HOST_TYPES:
