@@ -19,9 +19,7 @@ from pathlib import Path
 from swzc import hw as hwmodels
 from swzc import source
 from swzc.analysis import analyze
-from swzc.footprint import footprint
-from swzc.l2model import L2Model
-from swzc.prove import dispatch_maps
+from swzc.rank import Ranking, rank
 from swzc.swizzles import parse_spec
 
 HERE = Path(__file__).resolve().parent
@@ -33,15 +31,10 @@ def predict_all(results: list[dict], hw_name: str) -> dict[tuple[str, str], obje
     for kernel in sorted({r["kernel"] for r in results}):
         src = source.load(str(HERE / "kernels" / f"{kernel}.cu"))
         (info,) = [k for k in analyze(src).kernels if k.name == kernel]
-        fp = footprint(src, info)
-        assert not isinstance(fp, str), fp
-        names = [r["candidate"] for r in results if r["kernel"] == kernel]
-        specs = [parse_spec(n) for n in names]
-        divisor = info.launches[0].divisor or 0
-        maps = dispatch_maps([(s, info.adapter) for s in specs], (*fp.grid, divisor))
-        model = L2Model(fp, hw)
-        for name, spec, order in zip(names, specs, maps):
-            out[kernel, name] = model.predict(spec.name, order, info.adapter, divisor)
+        specs = [parse_spec(r["candidate"]) for r in results if r["kernel"] == kernel]
+        ranking = rank(src, info, hw, specs=specs)
+        assert isinstance(ranking, Ranking), ranking
+        out.update(((kernel, p.candidate), p) for p in ranking.predictions)
     return out
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from swzc import hw as hwmodels
 from swzc import source
 from swzc.analysis import analyze
-from swzc.footprint import footprint
-from swzc.l2model import L2Model
-from swzc.prove import dispatch_maps
+from swzc.rank import Ranking, rank
 from swzc.swizzles import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,12 +34,10 @@ def main() -> None:
     for title, path, base, swz, published in CASES:
         src = source.load(str(path))
         (kernel,) = analyze(src).kernels
-        fp = footprint(src, kernel)
-        assert not isinstance(fp, str), fp
-        specs = [parse_spec(base), parse_spec(swz)]
-        maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, 0))
-        model = L2Model(fp, hw)
-        a, b = (model.predict(s.name, m, kernel.adapter) for s, m in zip(specs, maps))
+        names = list(dict.fromkeys(["identity", base, swz]))  # rank scores against identity
+        ranking = rank(src, kernel, hw, specs=[parse_spec(n) for n in names])
+        assert isinstance(ranking, Ranking), ranking
+        a, b = (next(p for p in ranking.predictions if p.candidate == name) for name in (base, swz))
         lines.append(f"| {title} | {base} | {swz} | {a.l2_hit_rate:.1f} | {b.l2_hit_rate:.1f} | "
                      f"{b.l2_hit_rate - a.l2_hit_rate:+.1f} | {published} |")
     out = ROOT / "bench/results/mi300x_model_vs_swizzleperf.md"
