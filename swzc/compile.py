@@ -26,13 +26,12 @@ class CompileReport:
 
 def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...], include_dir: str) -> list[str] | None:
     out = str(path.with_suffix(".o"))
-    nvidia_arch = hw.arch if hw.vendor == "nvidia" else "sm_90"
     if dialect == "hip" and shutil.which("hipcc"):
         arch = hw.arch if hw.vendor == "amd" else "gfx942"
         return ["hipcc", f"--offload-arch={arch}", "-std=c++17", "-I", include_dir, *flags, "-c", str(path), "-o", out]
     if not shutil.which("nvcc"):
         return None
-    cmd = ["nvcc", "-std=c++17", f"-arch={nvidia_arch}", "-I", include_dir]
+    cmd = ["nvcc", "-std=c++17", f"-arch={hw.nvcc_arch}", "-I", include_dir]
     if dialect == "hip":
         compat = str(resources.files("swzc.compat"))
         cmd += ["-x", "cu", "-I", compat]

@@ -80,6 +80,11 @@ class HardwareModel:
         """The L2 a block can hit in: a chiplet's own L2, or the whole L2 of a monolithic GPU."""
         return self.l2_bytes // self.chiplets
 
+    @property
+    def nvcc_arch(self) -> str:
+        """What nvcc builds for: the model's own target, or sm_90 for an AMD model checked with nvcc."""
+        return self.arch if self.vendor == "nvidia" else "sm_90"
+
     def source(self, figure: str) -> str:
         return dict(self.sources).get(figure, "")
 

@@ -156,7 +156,6 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
     notes: dict[int, str] = {}
     benches = []
     exploring: set[int] = set()
-    arch = options.hw.arch if options.hw.vendor == "nvidia" else "sm_90"
     for index in range(len(analysis.kernels)):
         if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
             continue
@@ -188,7 +187,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             return rewrite_source(src, analysis, single).new
 
         try:
-            result = bench_kernel(src, analysis, index, rewrite_one, candidates, arch, options.hw.l2_bytes,
+            result = bench_kernel(src, analysis, index, rewrite_one, candidates, options.hw.nvcc_arch, options.hw.l2_bytes,
                                   options.launch_spec, options.rounds, progress=options.progress, program=options.program)
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
