@@ -84,7 +84,7 @@ def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
 
 def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[SwizzleSpec], bytes],
                  candidates: list[tuple[str, float | None]], arch: str, l2_bytes: int, spec_file: str | None = None,
-                 rounds: int = 30, use_ncu: bool = True, progress: Callable[[str], None] | None = None,
+                 rounds: int = 30, progress: Callable[[str], None] | None = None,
                  program: ProgramBench | None = None) -> KernelBench:
     """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one.  With `program`
     the user's own program is built and timed instead of the generated harness (no ncu then)."""
@@ -117,7 +117,7 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
             continue
         verdict = judge(result.timing, True)
         hit = dram = None
-        if use_ncu and built is not None:
+        if built is not None:  # ncu profiles the generated harness, not the user's program
             if baseline_hit is None:
                 baseline_hit, _ = profile(built, "a")
             hit, dram = profile(built, "b")

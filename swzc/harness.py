@@ -21,7 +21,7 @@ import tempfile
 import tomllib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -77,7 +77,6 @@ class HarnessResult:
     correct: bool
     detail: str  # the first mismatch, or "" when correct
     timing: Timing | None
-    commands: tuple[str, ...] = field(default_factory=tuple)
 
 
 def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None) -> LaunchPlan:
@@ -320,7 +319,6 @@ class Build:
     harness: Path
     a: Path
     b: Path
-    commands: tuple[str, ...]
 
 
 def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: str, l2_bytes: int,
@@ -352,7 +350,7 @@ def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: 
         for cmd, done in pool.map(run, jobs):
             if done.returncode != 0:
                 raise SwzcError(f"benchmark build failed: {shlex.join(cmd)}\n{done.stderr.strip()[:2000]}", ExitCode.CHECK_FAILED)
-    return Build(out, binary, out / f"{stem}.a.so", out / f"{stem}.b.so", tuple(shlex.join(c) for c in jobs))
+    return Build(out, binary, out / f"{stem}.a.so", out / f"{stem}.b.so")
 
 
 def run_harness(built: Build, rounds: int = 30, timeout: int = 300) -> HarnessResult:
@@ -364,12 +362,12 @@ def run_harness(built: Build, rounds: int = 30, timeout: int = 300) -> HarnessRe
     correct = bool(lines and lines[-1].get("correct"))
     detail = "" if correct else json.dumps(lines[0])
     if not correct:
-        return HarnessResult(False, detail, None, built.commands)
+        return HarnessResult(False, detail, None)
     timed = subprocess.run([*base, "time", str(rounds)], capture_output=True, text=True, timeout=timeout)
     if timed.returncode != 0:
         raise SwzcError(f"the benchmark harness failed: {shlex.join(base + ['time'])}\n{timed.stderr.strip()}", ExitCode.CHECK_FAILED)
     doc = json.loads(timed.stdout.strip().splitlines()[-1])
-    return HarnessResult(True, "", Timing(tuple(doc["a"]), tuple(doc["b"]), tuple(doc["a2"])), built.commands)
+    return HarnessResult(True, "", Timing(tuple(doc["a"]), tuple(doc["b"]), tuple(doc["a2"])))
 
 
 def gpu_present() -> bool:
