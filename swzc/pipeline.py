@@ -47,6 +47,7 @@ class Options:
     only: Mapping[int, SwizzleSpec] | None = None  # kernel index -> swizzle; other kernels are left alone
     declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
     notes: Mapping[int, str] = field(default_factory=dict)  # kernel index -> how its swizzle was chosen
+    ranked: Mapping[int, Ranking | str] | None = None  # the L2 model's rankings, where already computed
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
                               if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
         else:
             fallback = block_swizzle.default_spec(analysis.kernels[index], options.hw)
-            if fallback is None:
+            if fallback is None:  # the pass says why nothing applies
+                declined[index] = block_swizzle.propose(analysis, index, options.hw, None, ranking).reason  # type: ignore[union-attr]
                 continue
             candidates = [(fallback.name, None)]
 
@@ -199,7 +201,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             notes[index] = model + result.reason
         else:
             declined[index] = model + result.reason
-    final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes))
+    final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes, ranked=ranked))
     return replace(final, bench=tuple(benches), benchmarked=True)
 
 
@@ -207,7 +209,10 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
     decisions: dict[int, Decision] = {}
     proposals: dict[int, Proposal] = {}
     selecting = options.only is not None
-    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None and not selecting else {}
+    if options.ranked is not None:
+        ranked = options.ranked
+    else:
+        ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None and not selecting else {}
     for index in range(len(analysis.kernels)):
         if index in options.declined:
             decisions[index] = Decision(index, "declined", options.declined[index])

@@ -165,3 +165,23 @@ def test_loop_measures_the_transposed_raster_when_the_model_sees_no_gain(tmp_pat
     assert [a["candidate"] for a in bench["attempts"]] == ["colmajor"] and bench["chosen"] == "colmajor"
     (kernel,) = doc["kernels"]
     assert kernel["status"] == "rewritten" and "measured anyway" in kernel["chosen_by"]
+    assert "colmajor" in [c["name"] for c in kernel["candidates"]]  # the model's table survives the benchmarked rewrite
+
+
+LINEAR_PROGRAM = b"""__global__ void scale(float* x) { x[blockIdx.x * 256 + threadIdx.x] *= 2.0f; }
+int main() { scale<<<4096, 256>>>(0); }
+"""
+
+
+def test_loop_declines_a_1d_grid_with_the_pass_s_reason(tmp_path):
+    (tmp_path / "k.cu").write_bytes(LINEAR_PROGRAM)
+    (tmp_path / "run.py").write_text('print("ms 1.0 checksum 7")\n')
+    from click.testing import CliRunner
+
+    from swzc.cli import main
+
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json",
+                                       "--bench-cmd", "python3 run.py {file}", "--bench-runs", "3"])
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert result.exit_code == 1 and kernel["status"] == "declined" and kernel["reason"]
+    assert kernel["reason"] != "not selected"

@@ -3,6 +3,7 @@
 and oracle (every built-in candidate measured, the fastest correct one taken).
 
     python3 bench/suite/run_suite.py --out DIR [--kernels a,b] [--rounds 20] [--max-iterations 4]
+    python3 bench/suite/run_suite.py --out DIR --merge RUN1/h200.json RUN2/h200.json   # runs of kernel subsets
 
 Runs where swzc, nvcc and a CUDA GPU are (and ncu, for the L2 hit rates).  Every variant is built as in
 `swzc rewrite --bench` (swzc.harness) and judged by the same rule (swzc.accept).  The oracle's variants
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,9 +50,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--max-iterations", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=6)
+    parser.add_argument("--merge", nargs="+", default=[], help="join the h200.json (and attempts.json) of runs on subsets")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        print(merge(out, [Path(p) for p in args.merge]))
+        return
     hw = load_hw("h200")
     files = sorted(KERNELS.glob("*.cu"))
     if args.kernels:
@@ -156,11 +163,27 @@ def main() -> None:
 
 def save(out: Path, records: list, attempts_log: list) -> dict:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"device": gpu_name(), "date": time.strftime("%Y-%m-%d"), "commit": commit or "unknown", "kernels": records}
+    command = "python3 -P bench/suite/run_suite.py " + shlex.join(sys.argv[1:])
+    doc = {"device": gpu_name(), "date": time.strftime("%Y-%m-%d"), "commit": commit or "unknown", "command": command,
+           "kernels": records}
     (out / "h200.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "attempts.json").write_text(json.dumps(attempts_log, indent=1) + "\n")
     (out / "h200.md").write_text(table(doc))
     return doc
+
+
+def merge(out: Path, runs: list[Path]) -> str:
+    """One document from runs on kernel subsets (same commit and device), kernels in run order."""
+    docs = [json.loads(p.read_text()) for p in runs]
+    if len({(d["commit"], d["device"]) for d in docs}) != 1:
+        raise SystemExit("--merge: the runs differ in commit or device")
+    attempts = [a for p in runs if (p.parent / "attempts.json").exists() for a in json.loads((p.parent / "attempts.json").read_text())]
+    commands = [d.get("command", "") for d in docs] + ["python3 bench/suite/run_suite.py --out DIR --merge RUN.../h200.json"]
+    doc = {**docs[0], "command": " ; ".join(c for c in commands if c), "kernels": [k for d in docs for k in d["kernels"]]}
+    (out / "h200.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / "h200_attempts.json").write_text(json.dumps(attempts, indent=1) + "\n")
+    (out / "h200.md").write_text(table(doc))
+    return table(doc)
 
 
 def table(doc: dict) -> str:
@@ -171,6 +194,7 @@ def table(doc: dict) -> str:
         return f"{v:.1f}" if isinstance(v, (int, float)) else "–"
 
     lines = [f"# The suite on the {doc['device']} ({doc['date']}, commit {doc['commit']})", "",
+             f"Command: `{doc.get('command', '')}`", "",
              "| kernel | baseline ms | swzc | swzc ms | expert (grouped:8) ms | oracle | oracle ms | L2 hit base → swzc | correct | accepted |",
              "|---|---:|---|---:|---:|---|---:|---|---|---|"]
     for k in doc["kernels"]:
@@ -180,6 +204,16 @@ def table(doc: dict) -> str:
         lines.append(f"| {k['name']} | {ms(k['baseline_ms'])} | {k['swzc_swizzle']} | {ms(k['swzc_ms'])} | {ms(k['expert_ms'])} | "
                      f"{k['oracle_swizzle']} | {ms(k['oracle_ms'])} | {pct(k['baseline_l2_hit'])} → {pct(k['swzc_l2_hit'])} | "
                      f"{'yes' if k['correct'] else 'NO'} | {'yes' if k['accepted'] else 'no'} |")
+    lines += ["", "## Against the targets", "",
+              "| kernel | oracle gain | swzc gain | share of the oracle's gain | loop seconds | why swzc chose what it did |",
+              "|---|---:|---:|---:|---:|---|"]
+    for k in doc["kernels"]:
+        if "baseline_ms" not in k:
+            continue
+        oracle, mine = k["baseline_ms"] / k["oracle_ms"] - 1, k["baseline_ms"] / k["swzc_ms"] - 1
+        share = f"{mine / oracle:.0%}" if oracle > 0.03 else "–"
+        lines.append(f"| {k['name']} | {oracle:+.1%} | {mine:+.1%} | {share} | {k['loop_seconds']:.1f} | "
+                     f"{k['swzc_reason'].replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
 
