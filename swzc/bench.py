@@ -2,7 +2,8 @@
 
 For each kernel the L2 model's candidates are tried in ranked order, up to `max_iterations`.  Each is
 rewritten (proven and spliced by the pipeline), built beside the original, checked on two random inputs,
-timed interleaved with an A/A control, and profiled with ncu where ncu is present.  A candidate is
+timed interleaved with an A/A control, and profiled where a profiler is present (ncu on NVIDIA,
+rocprofv3 on AMD; without one the loop says so and goes on with time only).  A candidate is
 accepted only by measured time (swzc.accept); the fastest accepted one is kept.  Every attempt goes into
 the report, accepted or not.
 """
@@ -14,6 +15,7 @@ import io
 import json
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -22,12 +24,26 @@ from pathlib import Path
 from swzc.accept import judge
 from swzc.analysis import FileAnalysis
 from swzc.errors import SwzcError
-from swzc.harness import Build, HarnessResult, build, load_spec, plan_launch, run_harness
+from swzc.harness import (
+    Build,
+    HarnessResult,
+    build,
+    gpu_vendor,
+    load_spec,
+    plan_launch,
+    run_harness,
+    toolchain_for,
+)
+from swzc.hw import HardwareModel
 from swzc.program import ProgramBench, run_program
 from swzc.source import SourceFile
 from swzc.swizzles import SwizzleSpec, parse_spec
 
 NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+# rocprofv3 counters, one pass each: L2 (TCC) hits and misses summed over the channels; kilobytes read from
+# device memory (a derived counter)
+ROCPROF_PASSES = (("TCC_HIT_sum", "TCC_MISS_sum"), ("FETCH_SIZE",))
+PROFILERS = {"nvcc": "ncu", "hipcc": "rocprofv3"}
 
 
 @dataclass(frozen=True)
@@ -55,10 +71,22 @@ class KernelBench:
     chosen: str | None  # the fastest accepted candidate
     reason: str
     baseline_l2_hit_rate: float | None = None
+    profiler: str = ""  # the profiler used, or why there was none
+
+
+def profiler_note(toolchain: str) -> str:
+    tool = PROFILERS[toolchain]
+    return tool if shutil.which(tool) else f"none ({tool} is not on PATH): timed only, no L2 hit rates"
 
 
 def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
-    """(L2 hit %, DRAM bytes read) of one variant's launch by ncu; (None, None) without ncu."""
+    """(L2 hit %, DRAM bytes read) of one variant's launch; (None, None) without the profiler."""
+    if built.toolchain == "hipcc":
+        return _rocprof(built, variant)
+    return _ncu(built, variant)
+
+
+def _ncu(built: Build, variant: str) -> tuple[float | None, float | None]:
     ncu = shutil.which("ncu")
     if ncu is None:
         return None, None
@@ -82,14 +110,62 @@ def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
     return number("lts__t_sector_hit_rate.pct"), number("dram__bytes_read.sum")
 
 
+def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
+    tool = shutil.which("rocprofv3")
+    if tool is None:
+        return None, None
+    counters: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="swzc-rocprof-") as folder:
+        for n, names in enumerate(ROCPROF_PASSES):
+            out = Path(folder) / f"pass{n}"
+            cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
+                   str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
+            try:
+                subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                continue
+            for table in sorted(out.rglob("*counter_collection.csv")):
+                counters.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
+    hit, miss = counters.get("TCC_HIT_sum"), counters.get("TCC_MISS_sum")
+    rate = 100.0 * hit / (hit + miss) if hit is not None and miss is not None and hit + miss > 0 else None
+    fetched = counters.get("FETCH_SIZE")
+    return rate, fetched * 1024 if fetched is not None else None
+
+
+def rocprof_counters(text: str, kernel: str) -> dict[str, float]:
+    """Counter values of the last dispatch of `kernel` in a rocprofv3 counter_collection.csv (one row per
+    dispatch and counter); the runtime's own copy and fill kernels are skipped by name."""
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if _kernel_named(r.get("Kernel_Name", ""), kernel)]
+    if not rows:
+        return {}
+    last = max(int(r.get("Dispatch_Id") or 0) for r in rows)
+    values: dict[str, float] = {}
+    for r in rows:
+        if int(r.get("Dispatch_Id") or 0) == last:
+            try:
+                values[r["Counter_Name"]] = values.get(r["Counter_Name"], 0.0) + float(r["Counter_Value"])
+            except (KeyError, ValueError):
+                continue
+    return values
+
+
+def _kernel_named(shown: str, kernel: str) -> bool:
+    """rocprofv3 shows the demangled signature ("void k<float>(float*, int)") or the bare name."""
+    head = shown.split("(")[0].split("<")[0].split()
+    return bool(head) and head[-1].split("::")[-1] == kernel
+
+
 def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[SwizzleSpec], bytes],
-                 candidates: list[tuple[str, float | None]], arch: str, l2_bytes: int, spec_file: str | None = None,
+                 candidates: list[tuple[str, float | None]], hw: HardwareModel, spec_file: str | None = None,
                  rounds: int = 30, progress: Callable[[str], None] | None = None,
                  program: ProgramBench | None = None) -> KernelBench:
     """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one.  With `program`
-    the user's own program is built and timed instead of the generated harness (no ncu then)."""
+    the user's own program is built and timed instead of the generated harness (no profiler then)."""
     kernel = analysis.kernels[index]
     plan = plan_launch(src, kernel, load_spec(spec_file, kernel.name)) if program is None else None
+    toolchain = toolchain_for(src.dialect, gpu_vendor()) if program is None else ""
+    arch = (hw.arch if hw.vendor == "amd" else "native") if toolchain == "hipcc" else hw.nvcc_arch
+    profiler = profiler_note(toolchain) if toolchain else "none (the user's own program is timed)"
     include_dir = str(Path(src.path).resolve().parent)
     attempts: list[Attempt] = []
     baseline_hit = None
@@ -103,7 +179,8 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
                 result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
             else:
                 assert plan is not None
-                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, l2_bytes, include_dir)
+                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.l2_bytes, include_dir,
+                              dialect=src.dialect, toolchain=toolchain)
                 result = run_harness(built, rounds)
         except SwzcError as exc:
             attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
@@ -130,10 +207,10 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
     if accepted:
         best = max(accepted, key=lambda a: a.speedup or 0.0)
         reason = f"measured {best.speedup:.3f}x faster ({best.reason})"
-        return KernelBench(kernel.name, kernel.line, tuple(attempts), best.candidate, reason, baseline_hit)
+        return KernelBench(kernel.name, kernel.line, tuple(attempts), best.candidate, reason, baseline_hit, profiler)
     tried = ", ".join(f"{a.candidate} {a.speedup:.3f}x" if a.speedup else f"{a.candidate} ({a.reason})" for a in attempts)
     return KernelBench(kernel.name, kernel.line, tuple(attempts), None,
-                       f"no candidate was measurably faster: {tried or 'none tried'}", baseline_hit)
+                       f"no candidate was measurably faster: {tried or 'none tried'}", baseline_hit, profiler)
 
 
 def report_json(results: list[KernelBench], meta: dict) -> str:
@@ -145,7 +222,8 @@ def report_markdown(results: list[KernelBench], meta: dict) -> str:
     lines = [f"# swzc benchmark report: {meta.get('file', '')} on {meta.get('device', '')}", ""]
     for r in results:
         lines += [f"## {r.kernel} (line {r.line}): {'accepted ' + r.chosen if r.chosen else 'declined'}", "", r.reason, "",
-                  "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | L2 % (ncu) | DRAM read MB | verdict |",
+                  f"Profiler: {r.profiler or '–'}", "",
+                  "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | measured L2 % | DRAM read MB | verdict |",
                   "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for a in r.attempts:
             def f(v: float | None, fmt: str) -> str:

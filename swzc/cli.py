@@ -157,7 +157,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     if bench is None:
         bench = gpu_present()
     elif bench and program is None and not gpu_present():
-        raise SwzcError("--bench needs a CUDA GPU and nvcc here; none was found")
+        raise SwzcError("--bench needs a GPU here: an NVIDIA GPU with nvcc, or an AMD GPU with hipcc; none was found")
     options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program)
@@ -218,6 +218,8 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
     for b in result.bench:
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {b.reason}")
+        if b.profiler.startswith("none ("):
+            lines.append(f"      profiler: {b.profiler}")
     if result.changed and not result.benchmarked:
         lines.append("  not benchmarked: no GPU run was made for this patch")
         if not wrote:

@@ -1,12 +1,16 @@
 """The GPU harness: the original and the rewritten kernel, built side by side, checked and timed.
 
 Each variant of the source file is built as a shared library with a small launcher appended
-(`swzc_launch`, through cudaLaunchKernel) and the file's own `main` renamed away.  A generated C++
+(`swzc_launch`, through cudaLaunchKernel or hipLaunchKernel) and the file's own `main` renamed away.  A generated C++
 program loads both libraries, fills the kernel's inputs with random data, poisons its outputs, runs
 both variants on the same inputs and compares every output byte (two seeds), then times them with
 CUDA events, interleaved (A B A' per round, A' giving the A/A noise), with L2 flushed before every
 timed launch.  Buffers, scalars and the launch come from the file (the launch site, the footprint
 analysis) or from a launch spec (TOML) that fills the gaps.
+
+Two toolchains build it.  nvcc builds CUDA sources, and HIP sources through swzc's HIP compatibility
+header (swzc/compat), for an NVIDIA GPU; hipcc builds HIP sources for an AMD GPU.  A HIP source gets a
+HIP launcher and a HIP harness either way, so the same text runs on both.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,8 +27,8 @@ import tomllib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-
 
 from swzc.analysis import KernelInfo, kernel_function, parameter_list
 from swzc.errors import ExitCode, SwzcError
@@ -156,6 +161,20 @@ extern "C" cudaError_t swzc_launch(dim3 grid, dim3 block, size_t shmem, void** a
 """
 
 
+def in_dialect(cuda_text: str, dialect: str) -> str:
+    """Runtime code written against CUDA, in HIP's spelling for a HIP source.  The harness uses only
+    calls whose HIP name is the CUDA name with `cuda` changed to `hip`, with the same arguments."""
+    if dialect != "hip":
+        return cuda_text
+    text = cuda_text.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
+    text = text.replace("#include <cuda_fp16.h>", "#include <hip/hip_fp16.h>")
+    return re.sub(r"\bcuda(?=[A-Z])", "hip", text)
+
+
+def launcher(kernel: str, dialect: str) -> str:
+    return in_dialect(LAUNCHER, dialect).format(kernel=kernel)  # the kernel's own name is left as it is
+
+
 def _fill(buffer: Buffer, host: str) -> str:
     kind = HOST_TYPES[buffer.ctype][1]
     how, _, rest = buffer.fill.partition(":")
@@ -173,7 +192,7 @@ def _fill(buffer: Buffer, host: str) -> str:
     return f"for (size_t i = 0; i < {buffer.count}ull; ++i) {host}[i] = ({HOST_TYPES[buffer.ctype][0]}){value};\n"
 
 
-def harness_source(plan: LaunchPlan, l2_bytes: int) -> str:
+def harness_source(plan: LaunchPlan, l2_bytes: int, dialect: str = "cuda") -> str:
     buffers = [p for p in plan.params if isinstance(p, Buffer)]
     lines = []
     for i, b in enumerate(buffers):
@@ -204,6 +223,7 @@ def harness_source(plan: LaunchPlan, l2_bytes: int) -> str:
             t = HOST_TYPES[p.ctype][0]
             scalars.append(f"  {t} s_{p.name} = ({t})({p.value!r});\n")
             args.append(f"&s_{p.name}")
+    decls, fills, reset, save = (in_dialect(text, dialect) for text in (decls, fills, reset, save))
     kinds = [HOST_TYPES[buffers[i].ctype][1] for i in outs]
     compare = "".join(
         f"  if (!same(a[{k}], b[{k}], {'true' if kind == 'float' and buffers[i].ctype == 'float' else 'false'}, tolerance, &at)) "
@@ -211,7 +231,7 @@ def harness_source(plan: LaunchPlan, l2_bytes: int) -> str:
         for k, (i, kind) in enumerate(zip(outs, kinds))
     )
     g, b_ = plan.grid, plan.block
-    return _HARNESS.format(decls=decls, fills=fills, reset=reset, save=save, args=", ".join(args), scalars="".join(scalars),
+    return in_dialect(_HARNESS, dialect).format(decls=decls, fills=fills, reset=reset, save=save, args=", ".join(args), scalars="".join(scalars),
                            compare=compare, gx=g[0], gy=g[1], gz=g[2], bx=b_[0], by=b_[1], bz=b_[2], shmem=plan.shmem,
                            flush=2 * l2_bytes, tolerance=repr(plan.tolerance))
 
@@ -319,29 +339,49 @@ class Build:
     harness: Path
     a: Path
     b: Path
+    toolchain: str = "nvcc"  # "nvcc" (NVIDIA GPU) or "hipcc" (AMD GPU)
+    kernel: str = ""  # the launched kernel's name, to pick its dispatch out of a profile
+
+
+def toolchain_for(dialect: str, vendor: str | None) -> str:
+    """The compiler for a source of this dialect on this GPU vendor (None: no GPU, e.g. a build-only check)."""
+    if vendor == "amd":
+        if dialect != "hip":
+            raise SwzcError("a CUDA source is benchmarked on an NVIDIA GPU only; this machine has an AMD GPU "
+                            "(port the file to HIP, or use --no-bench)", ExitCode.CHECK_FAILED)
+        return "hipcc"
+    return "nvcc"
 
 
 def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: str, l2_bytes: int,
-          include_dir: str, folder: Path | None = None) -> Build:
+          include_dir: str, folder: Path | None = None, dialect: str = "cuda", toolchain: str = "nvcc") -> Build:
     """Compile the two variants as shared libraries and the harness, in parallel; raise with the command
-    on a compile error."""
-    if not shutil.which("nvcc"):
-        raise SwzcError("the benchmark needs nvcc on PATH", ExitCode.CHECK_FAILED)
+    on a compile error.  `arch` is nvcc's -arch (sm_90) or hipcc's --offload-arch (gfx942)."""
+    if not shutil.which(toolchain):
+        raise SwzcError(f"the benchmark needs {toolchain} on PATH", ExitCode.CHECK_FAILED)
     out = Path(folder or tempfile.mkdtemp(prefix="swzc-bench-"))
     out.mkdir(parents=True, exist_ok=True)
-    launcher = LAUNCHER.format(kernel=plan.kernel).encode()
+    code = launcher(plan.kernel, dialect).encode()
     stem = Path(name).stem
+    suffix = ".hip" if toolchain == "hipcc" else ".cu"
+    if toolchain == "hipcc":
+        compiler = ["hipcc", f"--offload-arch={arch}", "-std=c++17"]
+        shared = ["-fPIC", "-shared"]
+    else:
+        compiler = ["nvcc", f"-arch={arch}", "-std=c++17"]
+        shared = ["-Xcompiler", "-fPIC", "-shared"]
+        if dialect == "hip":  # HIP on an NVIDIA GPU: through the compatibility header
+            compiler += ["-I", str(resources.files("swzc.compat"))]
     jobs = []
     for tag, data in (("a", original), ("b", rewritten)):
-        path = out / f"{stem}.{tag}.cu"
-        path.write_bytes(data + launcher)
+        path = out / f"{stem}.{tag}{suffix}"
+        path.write_bytes(data + code)
         lib = out / f"{stem}.{tag}.so"
-        jobs.append(["nvcc", "-O3", f"-arch={arch}", "-std=c++17", "-Xcompiler", "-fPIC", "-shared", "-Dmain=swzc_user_main",
-                     "-I", include_dir, "-o", str(lib), str(path)])
-    harness = out / f"{stem}.harness.cu"
-    harness.write_text(harness_source(plan, l2_bytes))
+        jobs.append([*compiler, "-O3", *shared, "-Dmain=swzc_user_main", "-I", include_dir, "-o", str(lib), str(path)])
+    harness = out / f"{stem}.harness{suffix}"
+    harness.write_text(harness_source(plan, l2_bytes, dialect))
     binary = out / f"{stem}.harness"
-    jobs.append(["nvcc", "-O2", f"-arch={arch}", "-std=c++17", "-o", str(binary), str(harness), "-ldl"])
+    jobs.append([*compiler, "-O2", "-o", str(binary), str(harness), "-ldl"])
 
     def run(cmd: list[str]) -> tuple[list[str], subprocess.CompletedProcess]:
         return cmd, subprocess.run(cmd, capture_output=True, text=True)
@@ -350,7 +390,7 @@ def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: 
         for cmd, done in pool.map(run, jobs):
             if done.returncode != 0:
                 raise SwzcError(f"benchmark build failed: {shlex.join(cmd)}\n{done.stderr.strip()[:2000]}", ExitCode.CHECK_FAILED)
-    return Build(out, binary, out / f"{stem}.a.so", out / f"{stem}.b.so")
+    return Build(out, binary, out / f"{stem}.a.so", out / f"{stem}.b.so", toolchain, plan.kernel.partition("<")[0])
 
 
 def run_harness(built: Build, rounds: int = 30, timeout: int = 300) -> HarnessResult:
@@ -370,19 +410,51 @@ def run_harness(built: Build, rounds: int = 30, timeout: int = 300) -> HarnessRe
     return HarnessResult(True, "", Timing(tuple(doc["a"]), tuple(doc["b"]), tuple(doc["a2"])))
 
 
+def gpu_vendor() -> str | None:
+    """"nvidia" (nvidia-smi lists a GPU, nvcc is here) or "amd" (rocminfo lists a GPU agent, hipcc is
+    here); None without a GPU, or when SWZC_NO_GPU is set."""
+    if os.environ.get("SWZC_NO_GPU"):
+        return None
+    if shutil.which("nvidia-smi") and shutil.which("nvcc"):
+        run = _quiet(["nvidia-smi", "-L"])
+        if run is not None and run.returncode == 0 and "GPU" in run.stdout:
+            return "nvidia"
+    if shutil.which("rocminfo") and shutil.which("hipcc"):
+        run = _quiet(["rocminfo"])
+        if run is not None and run.returncode == 0 and amd_gpu_name(run.stdout):
+            return "amd"
+    return None
+
+
 def gpu_present() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None or os.environ.get("SWZC_NO_GPU"):
-        return False
-    try:
-        run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return run.returncode == 0 and "GPU" in run.stdout
+    return gpu_vendor() is not None
 
 
 def gpu_name() -> str:
+    vendor = gpu_vendor()
+    if vendor == "nvidia":
+        run = _quiet(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+        return run.stdout.strip().splitlines()[0] if run is not None and run.returncode == 0 and run.stdout.strip() else ""
+    if vendor == "amd":
+        run = _quiet(["rocminfo"])
+        return amd_gpu_name(run.stdout) if run is not None else ""
+    return ""
+
+
+def amd_gpu_name(rocminfo: str) -> str:
+    """The marketing name of the first GPU agent in rocminfo's listing ("" if it lists none)."""
+    for agent in re.split(r"\n\*+\s*\nAgent \d+", rocminfo)[1:]:
+        fields: dict[str, str] = {}
+        for key, _, value in (line.partition(":") for line in agent.splitlines()):
+            if value.strip():
+                fields.setdefault(key.strip(), value.strip())  # the agent's own, not a nested ISA's or pool's
+        if fields.get("Device Type") == "GPU":
+            return fields.get("Marketing Name") or fields.get("Name", "")
+    return ""
+
+
+def _quiet(cmd: list[str]) -> subprocess.CompletedProcess | None:
     try:
-        run = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-        return run.stdout.strip().splitlines()[0] if run.returncode == 0 and run.stdout.strip() else ""
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
+        return None

@@ -27,7 +27,6 @@ from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
 from swzc.swizzles import SwizzleSpec, parse_spec
 
-
 EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
 
 
@@ -189,7 +188,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             return rewrite_source(src, analysis, single).new
 
         try:
-            result = bench_kernel(src, analysis, index, rewrite_one, candidates, options.hw.nvcc_arch, options.hw.l2_bytes,
+            result = bench_kernel(src, analysis, index, rewrite_one, candidates, options.hw,
                                   options.launch_spec, options.rounds, progress=options.progress, program=options.program)
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"

@@ -185,3 +185,99 @@ def test_loop_declines_a_1d_grid_with_the_pass_s_reason(tmp_path):
     (kernel,) = json.loads(result.stdout)["kernels"]
     assert result.exit_code == 1 and kernel["status"] == "declined" and kernel["reason"]
     assert kernel["reason"] != "not selected"
+
+
+# ---- HIP and AMD ----------------------------------------------------------------------------------------
+
+def test_hip_source_gets_a_hip_launcher_and_harness():
+    from swzc.harness import harness_source, in_dialect, launcher
+
+    src = load(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"))
+    plan = plan_launch(src, analyze(src).kernels[0])
+    text = harness_source(plan, 60 << 20, "hip")
+    assert "#include <hip/hip_runtime.h>" in text and "hipEventElapsedTime" in text and "hipMalloc" in text
+    assert "cuda" not in text.replace("swzc", "")
+    assert "hipLaunchKernel((const void*)&gemm_naive" in launcher("gemm_naive", "hip")
+    assert "&cudaStyleName, grid" in launcher("cudaStyleName", "hip")  # the user's names are not respelled
+    assert in_dialect("cudaMemcpy(a, b, n, cudaMemcpyDeviceToHost);", "cuda") == "cudaMemcpy(a, b, n, cudaMemcpyDeviceToHost);"
+
+
+@needs_nvcc
+def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
+    """A HIP source on an NVIDIA GPU: the variants, the HIP launcher and the HIP harness all compile."""
+    src = load(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"))
+    analysis = analyze(src)
+    plan = plan_launch(src, analysis.kernels[0])
+    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:8")}, compile=False)).new
+    built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(ROOT / "fixtures" / "hip_gemm"), tmp_path,
+                  dialect="hip", toolchain="nvcc")
+    assert built.harness.exists() and built.a.exists() and built.b.exists() and built.kernel == "gemm_naive"
+    assert "hipLaunchKernel" in (tmp_path / "input.b.cu").read_text()
+
+
+def test_toolchain_follows_the_dialect_and_the_gpu():
+    from swzc.harness import toolchain_for
+
+    assert toolchain_for("hip", "amd") == "hipcc"
+    assert toolchain_for("hip", "nvidia") == toolchain_for("cuda", "nvidia") == toolchain_for("cuda", None) == "nvcc"
+    with pytest.raises(SwzcError, match="NVIDIA GPU only"):
+        toolchain_for("cuda", "amd")
+
+
+ROCPROF_CSV = (
+    '"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id",'
+    '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count",'
+    '"Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"\n'
+    '1,1,"Agent 2",1,77,77,65536,3,"__amd_rocclr_copyBuffer",256,0,0,8,0,16,"TCC_HIT_sum",999.0,100,200\n'
+    '2,2,"Agent 2",1,77,77,1048576,9,"void gemm_naive<float>(float const*, float*, int)",256,0,0,32,0,24,"TCC_HIT_sum",10.0,300,400\n'
+    '2,2,"Agent 2",1,77,77,1048576,9,"void gemm_naive<float>(float const*, float*, int)",256,0,0,32,0,24,"TCC_MISS_sum",90.0,300,400\n'
+    '3,3,"Agent 2",1,77,77,1048576,9,"void gemm_naive<float>(float const*, float*, int)",256,0,0,32,0,24,"TCC_HIT_sum",750.0,500,600\n'
+    '3,3,"Agent 2",1,77,77,1048576,9,"void gemm_naive<float>(float const*, float*, int)",256,0,0,32,0,24,"TCC_MISS_sum",250.0,500,600\n'
+    '4,4,"Agent 2",1,77,77,65536,4,"gemm_naive_helper(float*)",256,0,0,8,0,16,"TCC_HIT_sum",5.0,700,800\n'
+)
+
+
+def test_rocprof_counters_of_the_kernel_s_last_dispatch():
+    from swzc.bench import rocprof_counters
+
+    assert rocprof_counters(ROCPROF_CSV, "gemm_naive") == {"TCC_HIT_sum": 750.0, "TCC_MISS_sum": 250.0}
+    assert rocprof_counters(ROCPROF_CSV, "other") == {}
+    assert rocprof_counters("", "gemm_naive") == {}
+
+
+ROCMINFO = """ROCk module is loaded
+=====================
+HSA Agents
+==========
+*******
+Agent 1
+*******
+  Name:                    AMD EPYC 9654 96-Core Processor
+  Marketing Name:          AMD EPYC 9654 96-Core Processor
+  Device Type:             CPU
+*******
+Agent 2
+*******
+  Name:                    gfx942
+  Marketing Name:          AMD Instinct MI300X
+  Device Type:             GPU
+  ISA Info:
+    ISA 1
+      Name:                    amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-
+"""
+
+
+def test_amd_gpu_name_from_rocminfo():
+    from swzc.harness import amd_gpu_name
+
+    assert amd_gpu_name(ROCMINFO) == "AMD Instinct MI300X"
+    assert amd_gpu_name(ROCMINFO.split("Agent 2")[0]) == ""
+
+
+def test_a_missing_profiler_is_said(monkeypatch):
+    from swzc import bench
+
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    assert "ncu is not on PATH" in bench.profiler_note("nvcc") and "timed only" in bench.profiler_note("nvcc")
+    assert "rocprofv3 is not on PATH" in bench.profiler_note("hipcc")
+    assert bench.profile(bench.Build(ROOT, ROOT, ROOT, ROOT, "hipcc", "k"), "b") == (None, None)

@@ -82,3 +82,19 @@ def test_planted_slower_swizzle_is_declined():
     (attempt,) = bench.attempts
     assert attempt.correct and not attempt.accepted and bench.chosen is None
     assert not result.changed and result.outcomes[0].status == "declined"
+
+
+def test_hip_source_runs_through_the_loop():
+    """A HIP source on the NVIDIA GPU: HIP launcher and harness through the compatibility header, checked,
+    timed and profiled like a CUDA one."""
+    from swzc.pipeline import Options, load_hw, rewrite_file
+    from swzc.swizzles import parse_spec
+
+    options = Options(hw=load_hw("h200"), swizzle=parse_spec("grouped:8"), compile=False, bench=True, rounds=10)
+    result = rewrite_file(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"), options)
+    (bench,) = result.bench
+    (attempt,) = bench.attempts
+    assert attempt.correct and attempt.speedup is not None and attempt.noise is not None
+    assert result.changed == attempt.accepted
+    if shutil.which("ncu"):
+        assert bench.profiler == "ncu" and attempt.l2_hit_rate is not None and bench.baseline_l2_hit_rate is not None

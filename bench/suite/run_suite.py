@@ -24,17 +24,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from swzc.passes import block_swizzle
+
 from swzc import source
 from swzc.accept import judge
 from swzc.analysis import analyze
 from swzc.bench import profile
 from swzc.errors import SwzcError
+from swzc.footprint import tile_grid
 from swzc.harness import build, gpu_name, load_spec, plan_launch, run_harness
 from swzc.hw import load as load_hw
-from swzc.passes import block_swizzle
 from swzc.pipeline import Options, rewrite_benchmarked, rewrite_source
 from swzc.rank import candidates
-from swzc.footprint import tile_grid
 from swzc.swizzles import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -127,6 +127,7 @@ static inline hipError_t hipHostMalloc(T** ptr, size_t size, unsigned int flags 
 #define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define hipLaunchCooperativeKernel cudaLaunchCooperativeKernel
+#define hipLaunchKernel cudaLaunchKernel
 
 // HIP_KERNEL_NAME protects the commas of a template kernel's name from the macro.
 #define HIP_KERNEL_NAME(...) __VA_ARGS__
