@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from swzc.analysis import FileAnalysis
-from swzc.bench import report_json, report_markdown
+from swzc.bench import PROFILERS, report_json, report_markdown
 from swzc.harness import gpu_name, gpu_present
 from swzc.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.errors import ExitCode, SwzcError
@@ -218,7 +218,7 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
     for b in result.bench:
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {b.reason}")
-        if b.profiler.startswith("none ("):
+        if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
     if result.changed and not result.benchmarked:
         lines.append("  not benchmarked: no GPU run was made for this patch")

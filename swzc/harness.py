@@ -1,8 +1,8 @@
 """The GPU harness: the original and the rewritten kernel, built side by side, checked and timed.
 
 Each variant of the source file is built as a shared library with a small launcher appended
-(`swzc_launch`, through cudaLaunchKernel or hipLaunchKernel) and the file's own `main` renamed away.  A generated C++
-program loads both libraries, fills the kernel's inputs with random data, poisons its outputs, runs
+(`swzc_launch`, through cudaLaunchKernel or hipLaunchKernel) and the file's own `main` renamed away.
+A generated C++ program loads both libraries, fills the kernel's inputs with random data, poisons its outputs, runs
 both variants on the same inputs and compares every output byte (two seeds), then times them with
 CUDA events, interleaved (A B A' per round, A' giving the A/A noise), with L2 flushed before every
 timed launch.  Buffers, scalars and the launch come from the file (the launch site, the footprint
@@ -231,7 +231,8 @@ def harness_source(plan: LaunchPlan, l2_bytes: int, dialect: str = "cuda") -> st
         for k, (i, kind) in enumerate(zip(outs, kinds))
     )
     g, b_ = plan.grid, plan.block
-    return in_dialect(_HARNESS, dialect).format(decls=decls, fills=fills, reset=reset, save=save, args=", ".join(args), scalars="".join(scalars),
+    template = in_dialect(_HARNESS, dialect)
+    return template.format(decls=decls, fills=fills, reset=reset, save=save, args=", ".join(args), scalars="".join(scalars),
                            compare=compare, gx=g[0], gy=g[1], gz=g[2], bx=b_[0], by=b_[1], bz=b_[2], shmem=plan.shmem,
                            flush=2 * l2_bytes, tolerance=repr(plan.tolerance))
 

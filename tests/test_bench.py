@@ -281,3 +281,16 @@ def test_a_missing_profiler_is_said(monkeypatch):
     assert "ncu is not on PATH" in bench.profiler_note("nvcc") and "timed only" in bench.profiler_note("nvcc")
     assert "rocprofv3 is not on PATH" in bench.profiler_note("hipcc")
     assert bench.profile(bench.Build(ROOT, ROOT, ROOT, ROOT, "hipcc", "k"), "b") == (None, None)
+
+
+def test_text_report_says_when_there_are_no_l2_figures(tmp_path):
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    (tmp_path / "fake_run.py").write_text(FAKE_RUN.replace("SWIZZLED", "8.0").replace("CHECK", "'c0ffee'"))
+    from click.testing import CliRunner
+
+    from swzc.cli import main
+
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--swizzle", "grouped:8",
+                                       "--bench-cmd", "python3 fake_run.py {file}", "--bench-runs", "4"])
+    assert "grouped:8 accepted" in result.output
+    assert "profiler: none (the user's own program is timed)" in result.output
