@@ -4,6 +4,9 @@ Per round the harness times A (original), B (rewritten) and A again.  The speedu
 the per-round ratios A / B; its lower bound is the 5th percentile of the medians of 2,000 bootstrap
 resamples of those ratios (a fixed seed: the verdict is reproducible).  The noise is the median of
 |A / A' - 1| over the rounds.  Accept when the lower bound exceeds 1 + max(1 %, 3 x noise).
+
+A reorder of blocks does no less work, so a speedup over 10x means the measurement is wrong (a kernel
+that failed to launch, work skipped): it is declined as suspect, never accepted.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from swzc.harness import Timing
 MIN_GAIN = 0.01
 NOISE_FACTOR = 3.0
 RESAMPLES = 2000
+SUSPECT = 10.0  # a speedup above this is not believed
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ def judge(timing: Timing, correct: bool) -> Verdict:
     base, cand = float(np.median(a)), float(np.median(b))
     if not correct:
         return Verdict(False, speedup, lower, noise, threshold, base, cand, "outputs differ from the original")
+    if speedup > SUSPECT:
+        return Verdict(False, speedup, lower, noise, threshold, base, cand,
+                       f"suspect: {speedup:.1f}x from a block reorder is not believable; check the launch and the harness")
     if lower > threshold:
         return Verdict(True, speedup, lower, noise, threshold, base, cand,
                        f"{speedup:.3f}x (lower bound {lower:.3f} > {threshold:.3f}; A/A noise {noise:.2%})")

@@ -74,6 +74,11 @@ def test_declines_wrong_outputs_however_fast():
     assert not v.accepted and "differ" in v.reason
 
 
+def test_declines_a_speedup_too_good_to_be_true():
+    v = judge(timing([10.0] * 30, [0.5] * 30), True)
+    assert not v.accepted and "suspect" in v.reason
+
+
 def test_declines_a_slowdown():
     v = judge(timing([10.0] * 30, [12.0] * 30), True)
     assert not v.accepted and v.speedup < 1
