@@ -40,9 +40,10 @@ from swzc.source import SourceFile
 from swzc.swizzles import SwizzleSpec, parse_spec
 
 NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
-# rocprofv3 counters, one pass each: L2 (TCC) hits and misses summed over the channels; kilobytes read from
-# device memory (a derived counter)
-ROCPROF_PASSES = (("TCC_HIT_sum", "TCC_MISS_sum"), ("FETCH_SIZE",))
+# rocprofv3 counters: L2 (TCC) hits and misses summed over the channels, in one pass; then kilobytes read
+# from device memory, a derived counter whose name differs between ROCm releases (the first one found)
+ROCPROF_L2 = ("TCC_HIT_sum", "TCC_MISS_sum")
+ROCPROF_FETCH_KB = ("FETCH_SIZE", "FetchSize")
 PROFILERS = {"nvcc": "ncu", "hipcc": "rocprofv3"}
 
 
@@ -114,21 +115,29 @@ def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
     tool = shutil.which("rocprofv3")
     if tool is None:
         return None, None
-    counters: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="swzc-rocprof-") as folder:
-        for n, names in enumerate(ROCPROF_PASSES):
-            out = Path(folder) / f"pass{n}"
+
+        def collect(names: tuple[str, ...]) -> dict[str, float]:
+            out = Path(folder) / names[0]
             cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
                    str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
             try:
                 subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             except subprocess.TimeoutExpired:
-                continue
+                return {}
+            found: dict[str, float] = {}
             for table in sorted(out.rglob("*counter_collection.csv")):
-                counters.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
-    hit, miss = counters.get("TCC_HIT_sum"), counters.get("TCC_MISS_sum")
+                found.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
+            return found
+
+        l2 = collect(ROCPROF_L2)
+        fetched = None
+        for name in ROCPROF_FETCH_KB:
+            fetched = collect((name,)).get(name)
+            if fetched is not None:
+                break
+    hit, miss = l2.get("TCC_HIT_sum"), l2.get("TCC_MISS_sum")
     rate = 100.0 * hit / (hit + miss) if hit is not None and miss is not None and hit + miss > 0 else None
-    fetched = counters.get("FETCH_SIZE")
     return rate, fetched * 1024 if fetched is not None else None
 
 

@@ -299,3 +299,34 @@ def test_text_report_says_when_there_are_no_l2_figures(tmp_path):
                                        "--bench-cmd", "python3 fake_run.py {file}", "--bench-runs", "4"])
     assert "grouped:8 accepted" in result.output
     assert "profiler: none (the user's own program is timed)" in result.output
+
+
+FAKE_ROCPROF = r"""#!/usr/bin/env python3
+# Stands in for rocprofv3 where there is no AMD GPU: writes a counter_collection.csv where rocprofv3 would,
+# for the counters asked, with a runtime copy kernel before the profiled kernel.
+import sys, pathlib
+args = sys.argv[1:]
+names = args[args.index("--pmc") + 1:args.index("-d")]
+out = pathlib.Path(args[args.index("-d") + 1]) / "host" / "4242"
+out.mkdir(parents=True)
+values = {"TCC_HIT_sum": 300.0, "TCC_MISS_sum": 100.0, "FetchSize": 2.0}
+head = '"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n'
+rows = [f'1,"__amd_rocclr_copyBuffer","{n}",1.0\n' for n in names]
+rows += [f'2,"gemm_naive(float const*, float*, int)","{n}",{values[n]}\n' for n in names if n in values]
+(out / "swzc_counter_collection.csv").write_text(head + "".join(rows))
+"""
+
+
+def test_rocprof_profile_reads_what_rocprofv3_writes(tmp_path, monkeypatch):
+    import os
+
+    from swzc import bench
+
+    tool = tmp_path / "bin" / "rocprofv3"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_ROCPROF)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    built = bench.Build(tmp_path, tmp_path / "harness", tmp_path / "a.so", tmp_path / "b.so", "hipcc", "gemm_naive")
+    hit, dram = bench.profile(built, "b")
+    assert hit == pytest.approx(75.0) and dram == pytest.approx(2048.0)  # FETCH_SIZE absent: FetchSize, in KB
