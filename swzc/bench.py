@@ -144,18 +144,25 @@ def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
 def rocprof_counters(text: str, kernel: str) -> dict[str, float]:
     """Counter values of the last dispatch of `kernel` in a rocprofv3 counter_collection.csv (one row per
     dispatch and counter); the runtime's own copy and fill kernels are skipped by name."""
-    rows = [r for r in csv.DictReader(io.StringIO(text)) if _kernel_named(r.get("Kernel_Name", ""), kernel)]
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if _kernel_named(r.get("Kernel_Name") or "", kernel)]
     if not rows:
         return {}
-    last = max(int(r.get("Dispatch_Id") or 0) for r in rows)
+    last = max(_dispatch(r) for r in rows)
     values: dict[str, float] = {}
     for r in rows:
-        if int(r.get("Dispatch_Id") or 0) == last:
+        if _dispatch(r) == last:
             try:
                 values[r["Counter_Name"]] = values.get(r["Counter_Name"], 0.0) + float(r["Counter_Value"])
             except (KeyError, ValueError):
                 continue
     return values
+
+
+def _dispatch(row: dict) -> int:
+    try:
+        return int(row.get("Dispatch_Id") or 0)
+    except ValueError:
+        return 0
 
 
 def _kernel_named(shown: str, kernel: str) -> bool:
