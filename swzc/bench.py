@@ -195,7 +195,7 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
                 result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
             else:
                 assert plan is not None
-                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.l2_bytes, include_dir,
+                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.flush_bytes, include_dir,
                               dialect=src.dialect, toolchain=toolchain)
                 result = run_harness(built, rounds)
         except SwzcError as exc:

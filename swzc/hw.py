@@ -21,7 +21,7 @@ DISPATCH_POLICIES = (
 )
 _INTS = ("compute_units", "l2_bytes", "l2_partitions", "l2_line_bytes", "l2_sector_bytes", "l2_ways", "chiplets",
          "warp_size", "max_threads_per_cu", "max_blocks_per_cu", "regs_per_cu", "smem_per_cu")
-_OPTIONAL = ("block_to_cu", "cu_partition", "l2_far_extra_cycles")
+OPTIONAL = ("memory_cache_bytes", "block_to_cu", "cu_partition", "l2_far_extra_cycles")  # absent: 0 or empty
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class HardwareModel:
     regs_per_cu: int  # 32-bit registers
     smem_per_cu: int  # bytes of shared memory (LDS) a compute unit can give to resident blocks
     sources: tuple[tuple[str, str], ...]  # (figure, where it comes from)
+    memory_cache_bytes: int = 0  # a memory-side cache behind L2 (AMD Infinity Cache); 0 if none
     block_to_cu: tuple[int, ...] = ()  # measured: the SM/CU of each block of a probe launch, in launch order
     cu_partition: tuple[int, ...] = ()  # measured: the near L2 partition of each SM/CU id
     l2_far_extra_cycles: float = 0.0  # measured: extra L2 hit latency from the far partition
@@ -55,6 +56,9 @@ class HardwareModel:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        cache = self.memory_cache_bytes
+        if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
+            raise ValueError(f"memory_cache_bytes must be a non-negative integer, not {cache!r}")
         if self.dispatch not in DISPATCH_POLICIES:
             raise ValueError(f"dispatch must be one of {', '.join(DISPATCH_POLICIES)}, not {self.dispatch!r}")
         bandwidth = self.dram_bytes_per_s
@@ -71,9 +75,15 @@ class HardwareModel:
             raise ValueError("cu_partition must give a partition below l2_partitions for every compute unit")
         have = {figure for figure, _ in self.sources}
         missing = [f.name for f in fields(self) if f.name not in ("name", "sources") and f.name not in have
-                   and (f.name not in _OPTIONAL or getattr(self, f.name))]
+                   and (f.name not in OPTIONAL or getattr(self, f.name))]
         if missing:
             raise ValueError(f"no source given for {', '.join(missing)} (add them to [sources])")
+
+    @property
+    def flush_bytes(self) -> int:
+        """What a write must cover to evict a kernel's data from every on-chip cache: twice L2 and any
+        memory-side cache behind it."""
+        return 2 * (self.l2_bytes + self.memory_cache_bytes)
 
     @property
     def l2_bytes_per_domain(self) -> int:
@@ -99,7 +109,7 @@ def parse_model(text: str, origin: str) -> HardwareModel:
     except tomllib.TOMLDecodeError as exc:
         raise SwzcError(f"{origin}: not valid TOML: {exc}") from None
     wanted = {f.name for f in fields(HardwareModel)}
-    required = {f.name for f in fields(HardwareModel) if f.name not in _OPTIONAL}
+    required = {f.name for f in fields(HardwareModel) if f.name not in OPTIONAL}
     missing = sorted(required - raw.keys())
     unknown = sorted(raw.keys() - wanted)
     if missing:

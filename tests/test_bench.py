@@ -201,6 +201,8 @@ def test_hip_source_gets_a_hip_launcher_and_harness():
     plan = plan_launch(src, analyze(src).kernels[0])
     text = harness_source(plan, 60 << 20, "hip")
     assert "#include <hip/hip_runtime.h>" in text and "hipEventElapsedTime" in text and "hipMalloc" in text
+    assert "hipDeviceGetAttribute(&device_l2, hipDeviceAttributeL2CacheSize, device)" in text
+    assert "std::max((size_t)62914560ull, 2 * (size_t)device_l2)" in text
     assert "cuda" not in text.replace("swzc", "")
     assert "hipLaunchKernel((const void*)&gemm_naive" in launcher("gemm_naive", "hip")
     assert "&cudaStyleName, grid" in launcher("cudaStyleName", "hip")  # the user's names are not respelled

@@ -163,3 +163,13 @@ def test_h200_model_carries_the_probe_measurement():
     model = hw.load("h200")
     assert model.block_to_cu[:8] == (124, 125, 126, 127, 128, 129, 130, 131)
     assert "measured on NVIDIA H200" in model.source("compute_units")
+
+
+def test_flush_covers_l2_and_a_memory_side_cache():
+    assert hw.load("h200").flush_bytes == 2 * 60 * 1024 * 1024
+    mi300x = hw.load("mi300x")
+    assert mi300x.memory_cache_bytes == 256 * 1024 * 1024
+    assert mi300x.flush_bytes == 2 * (32 + 256) * 1024 * 1024
+    good = dataclasses.asdict(mi300x)
+    with pytest.raises(ValueError, match="memory_cache_bytes"):
+        hw.HardwareModel(**{**good, "memory_cache_bytes": -1})

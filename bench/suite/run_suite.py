@@ -97,7 +97,7 @@ def main() -> None:
             def make(name: str) -> tuple[str, object]:
                 try:
                     return name, build(f"{path.stem}_{name.replace(':', '_').replace('+', '-')}.cu", src.data, sources[name], plan,
-                                       hw.arch, hw.l2_bytes, str(KERNELS), folder / name.replace(":", "_").replace("+", "-"))
+                                       hw.arch, hw.flush_bytes, str(KERNELS), folder / name.replace(":", "_").replace("+", "-"))
                 except SwzcError as exc:
                     return name, exc
 

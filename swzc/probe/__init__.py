@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from swzc.errors import ExitCode, SwzcError
-from swzc.hw import HardwareModel, parse_model
+from swzc.hw import OPTIONAL, HardwareModel, parse_model
 
 FORMAT_VERSION = "1"
 BUILD_TIMEOUT_S = 300
@@ -570,15 +570,14 @@ def to_toml(base: HardwareModel, result: ProbeResult, command: str, date: str, n
              f"# Figures the probe did not measure are the base model {base.name}'s. Each figure's source is in [sources]."]
     lines += [f"# probe: {_comment(note)}" for note in notes]
     order = [f.name for f in fields(HardwareModel) if f.name != "sources"]
-    optional = ("block_to_cu", "cu_partition", "l2_far_extra_cycles")
     for figure in order:
-        if figure in optional and not values[figure]:
+        if figure in OPTIONAL and not values[figure]:
             continue
         lines.append(f"{figure} = {_toml_value(values[figure])}")
     lines.append("")
     lines.append("[sources]")
     for figure in [*order, *sorted(set(sources) - set(order))]:
-        if figure in sources and not (figure in optional and not values.get(figure)):
+        if figure in sources and not (figure in OPTIONAL and not values.get(figure)):
             lines.append(f"{figure} = {_toml_value(sources[figure])}")
     text = "\n".join(lines) + "\n"
     try:
