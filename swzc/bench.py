@@ -116,29 +116,30 @@ def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
     if tool is None:
         return None, None
     with tempfile.TemporaryDirectory(prefix="swzc-rocprof-") as folder:
-
-        def collect(names: tuple[str, ...]) -> dict[str, float]:
-            out = Path(folder) / names[0]
-            cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
-                   str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
-            try:
-                subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            except subprocess.TimeoutExpired:
-                return {}
-            found: dict[str, float] = {}
-            for table in sorted(out.rglob("*counter_collection.csv")):
-                found.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
-            return found
-
-        l2 = collect(ROCPROF_L2)
+        l2 = _rocprof_pass(tool, ROCPROF_L2, Path(folder), built, variant)
         fetched = None
         for name in ROCPROF_FETCH_KB:
-            fetched = collect((name,)).get(name)
+            fetched = _rocprof_pass(tool, (name,), Path(folder), built, variant).get(name)
             if fetched is not None:
                 break
     hit, miss = l2.get("TCC_HIT_sum"), l2.get("TCC_MISS_sum")
     rate = 100.0 * hit / (hit + miss) if hit is not None and miss is not None and hit + miss > 0 else None
     return rate, fetched * 1024 if fetched is not None else None
+
+
+def _rocprof_pass(tool: str, names: tuple[str, ...], folder: Path, built: Build, variant: str) -> dict[str, float]:
+    """One rocprofv3 run of the harness collecting `names`; the kernel's values ({} if it wrote none)."""
+    out = folder / names[0]
+    cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
+           str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
+    try:
+        subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {}
+    found: dict[str, float] = {}
+    for table in sorted(out.rglob("*counter_collection.csv")):
+        found.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
+    return found
 
 
 def rocprof_counters(text: str, kernel: str) -> dict[str, float]:

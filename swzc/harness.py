@@ -161,15 +161,19 @@ extern "C" cudaError_t swzc_launch(dim3 grid, dim3 block, size_t shmem, void** a
 """
 
 
+HIP_IRREGULAR = {"cudaDevAttrL2CacheSize": "hipDeviceAttributeL2CacheSize"}  # HIP names not spelt cuda -> hip
+
+
 def in_dialect(cuda_text: str, dialect: str) -> str:
     """Runtime code written against CUDA, in HIP's spelling for a HIP source.  The harness uses only
-    calls whose HIP name is the CUDA name with `cuda` changed to `hip`, with the same arguments, and
-    one attribute whose HIP name differs."""
+    calls whose HIP name is the CUDA name with `cuda` changed to `hip`, with the same arguments, and the
+    names in HIP_IRREGULAR."""
     if dialect != "hip":
         return cuda_text
-    text = cuda_text.replace("cudaDevAttrL2CacheSize", "hipDeviceAttributeL2CacheSize")  # the one irregular name
-    text = text.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
+    text = cuda_text.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
     text = text.replace("#include <cuda_fp16.h>", "#include <hip/hip_fp16.h>")
+    for cuda, hip in HIP_IRREGULAR.items():
+        text = text.replace(cuda, hip)
     return re.sub(r"\bcuda(?=[A-Z])", "hip", text)
 
 
