@@ -64,6 +64,7 @@ class Launch:
     divisor: int | None = None  # the kernel's tile decode divisor for this launch, where known
     bindings: tuple[tuple[str, Value], ...] = ()  # kernel (template) parameters this launch fixes
     type_args: tuple[tuple[str, str], ...] = ()  # template type parameters it fixes, e.g. ("T", "float")
+    tiles: int | None = None  # the tile count T of the kernel's tile loop for this launch, where known
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,23 @@ class Decode:
     divisor: str  # the source text of n
     splice_text: str | None  # n as it can be written where the swizzle is declared; None if it cannot
     lines: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TileLoop:
+    """A persistent or grid-stride loop over a linear tile index: ``for (t = blockIdx.x; t < T; t += gridDim.x)``
+    (or its ``while`` form).  The swizzle permutes ``t`` over ``[0, T)`` inside the loop body instead of
+    permuting blocks: every tile is still visited once, in a new order."""
+
+    var: str  # the loop variable, e.g. "tile"
+    line: int
+    start: int  # byte range of the loop statement
+    end: int
+    body_start: int  # byte range of the loop body, whose reads of `var` the rewrite replaces
+    body_end: int
+    count: str  # T as written in the loop condition
+    count_splice: str | None  # T as it can be written at the top of the body; None if it cannot
+    decode: Decode | None  # ``t / n`` and ``t % n`` inside the body: a logical 2D tile grid
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,7 @@ class KernelInfo:
     library_at: int  # start of the top-level item that holds the kernel
     spelling: str  # the block-index spelling the kernel uses
     swizzled_by: str = ""  # the swzc swizzle function a kernel already calls (a file swzc rewrote before)
+    tile_loop: TileLoop | None = None  # the tile loop a persistent kernel walks; the swizzle goes there
 
     @property
     def reads_block_index(self) -> bool:
@@ -244,6 +263,7 @@ class _Dim3Parts:
 def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
     macros: dict[str, Macro | None] = {}
     names: dict[str, Node | None] = {}
+    types: dict[str, str | None] = {}
 
     def define(table: dict, name: str, value: object) -> None:
         if name in table and table[name] != value:
@@ -265,9 +285,16 @@ def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
             for decl in node.children_by_field_name("declarator"):
                 if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
                     define(names, declared_name(decl), decl.child_by_field_name("value"))
+        elif node.type == "type_definition" and _is_global(node):
+            for decl in node.children_by_field_name("declarator"):
+                if decl.type == "type_identifier":  # a plain alias, not a pointer or function type
+                    define(types, text(decl), " ".join(text(node.child_by_field_name("type")).split()))
+        elif node.type == "alias_declaration" and _is_global(node):
+            define(types, text(node.child_by_field_name("name")), " ".join(text(node.child_by_field_name("type")).split()))
     for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
         names.pop(name, None)
-    return Scope(user=user, names={k: v for k, v in names.items() if v is not None}, macros=macros)
+    return Scope(user=user, names={k: v for k, v in names.items() if v is not None}, macros=macros,
+                 types={k: v for k, v in types.items() if v is not None})
 
 
 def _is_global(node: Node) -> bool:

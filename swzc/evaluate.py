@@ -28,6 +28,7 @@ _SIZEOF = {"char": 1, "short": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "f
            "long": 8, "long long": 8, "size_t": 8, "half": 2, "__half": 2, "int64_t": 8, "int32_t": 4,
            "uint32_t": 4, "uint64_t": 8, "float2": 8, "float4": 16, "double2": 16, "int2": 8, "int4": 16}
 _MAX_DEPTH = 40
+_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename"})
 
 
 def c_int(text: str) -> int | None:
@@ -111,9 +112,23 @@ class Scope:
     names: Mapping[str, Node | Value | Dim3] = field(default_factory=dict)
     macros: Mapping[str, Macro | None] = field(default_factory=dict)  # None: defined ambiguously
     parent: Scope | None = None
+    types: Mapping[str, str] = field(default_factory=dict)  # type aliases: typedef/using, --set NAME=TYPE
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self)
+        return Scope(self.user, names, self.macros, self, self.types)
+
+    def resolve_type(self, name: str) -> str:
+        """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers
+        (const, volatile, __restrict__) dropped; the name itself when nothing is known about it."""
+        words = [w for w in name.replace("*", " ").split() if w not in _QUALIFIERS]
+        current = " ".join(words)
+        for _ in range(16):
+            macro = self.macros.get(current)
+            following = self.types.get(current) or (macro.body if macro is not None and macro.params is None else None)
+            if not following or following == current:
+                break
+            current = " ".join(w for w in following.split() if w not in _QUALIFIERS)
+        return current
 
     def find(self, name: str) -> Node | Value | Dim3 | Macro | None:
         if name in self.user:
