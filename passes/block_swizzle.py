@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from swzc.analysis import FileAnalysis, KernelInfo, Shape
+from swzc.analysis import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
 from swzc.edits import Edit
 from swzc.hw import HardwareModel
 from swzc.rank import Ranking
@@ -56,7 +56,7 @@ def default_spec(kernel: KernelInfo, hw: HardwareModel) -> SwizzleSpec | None:
 def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
     """Why a kernel cannot be swizzled at all, whatever the swizzle; None when it can."""
     kernel = analysis.kernels[index]
-    if kernel.hazards and (kernel.reads_block_index or any("block index" in h.reason for h in kernel.hazards)):
+    if kernel.hazards and (kernel.reads_block_index or any(h.rule in READS_BLOCK_INDEX for h in kernel.hazards)):
         return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
     if kernel.swizzled_by and not kernel.uses:
         return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")

@@ -26,16 +26,16 @@ _BLOCK_INDEX_TEXT = re.compile(r"\b(blockIdx|hipBlockIdx_[xyz])\b|%ctaid|" + _HI
 _ASM_BLOCK_INDEX = re.compile(r"%(n?ctaid|clusterid|cluster_ctaid|cluster_nctaid)")
 _WAIT_CALLS = re.compile(r"^(atomic\w*|__hip_atomic\w*|__atomic\w*|ld_acquire\w*|__ldcv|__ldvolatile|__nv_atomic\w*)$")
 _TICKET_CALLS = re.compile(r"^(atomicAdd|atomicInc|atomicSub|atomicAdd_system|atomicInc_system|__hip_atomic_fetch_add)$")
-_GRID_SYNC = {
-    "this_grid": "grid-wide synchronisation (cooperative groups)",
-    "grid_group": "grid-wide synchronisation (cooperative groups)",
-    "this_multi_grid": "multi-grid synchronisation (cooperative groups)",
-    "multi_grid_group": "multi-grid synchronisation (cooperative groups)",
-    "sync_grids": "grid-wide synchronisation",
-    "this_cluster": "thread-block clusters (cluster mates are consecutive blocks)",
-    "cluster_group": "thread-block clusters (cluster mates are consecutive blocks)",
-    "group_index": "reads the block index through cooperative groups",
-    "block_index": "reads the block index through cooperative groups",
+_GRID_SYNC = {  # word -> (hazard rule, message)
+    "this_grid": ("grid-sync", "grid-wide synchronisation (cooperative groups)"),
+    "grid_group": ("grid-sync", "grid-wide synchronisation (cooperative groups)"),
+    "this_multi_grid": ("grid-sync", "multi-grid synchronisation (cooperative groups)"),
+    "multi_grid_group": ("grid-sync", "multi-grid synchronisation (cooperative groups)"),
+    "sync_grids": ("grid-sync", "grid-wide synchronisation"),
+    "this_cluster": ("cluster", "thread-block clusters (cluster mates are consecutive blocks)"),
+    "cluster_group": ("cluster", "thread-block clusters (cluster mates are consecutive blocks)"),
+    "group_index": ("cg-block-index", "reads the block index through cooperative groups"),
+    "block_index": ("cg-block-index", "reads the block index through cooperative groups"),
 }
 _IDLE_CALLS = {"__nanosleep", "__threadfence", "__threadfence_system", "__syncthreads", "__builtin_amdgcn_s_sleep"}
 _LOOPS = ("while_statement", "do_statement", "for_statement")
@@ -93,10 +93,29 @@ class TileLoop:
     decode: Decode | None  # ``t / n`` and ``t % n`` inside the body: a logical 2D tile grid
 
 
+# Hazard rules: what makes a block reorder unsafe.  The ones in READS_BLOCK_INDEX mean the kernel reads
+# the block index where the rewrite cannot reach it; they refuse a kernel even when no direct read is seen.
+HAZARD_RULES = {
+    "wait": "waits on memory other blocks write",
+    "ticket": "an atomic's return value orders blocks",
+    "grid-sync": "grid-wide synchronisation",
+    "cluster": "thread-block clusters",
+    "cooperative-launch": "a cooperative launch",
+    "cg-block-index": "reads the block index through cooperative groups",
+    "macro-block-index": "a macro whose body reads the block index",
+    "intrinsic-block-index": "reads the block index through an intrinsic",
+    "asm-block-index": "inline assembly reads the block index",
+    "grid-stride": "a grid-stride or persistent loop",
+    "syntax-error": "a part of the file tree-sitter cannot parse",
+}
+READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "syntax-error"})
+
+
 @dataclass(frozen=True)
 class Hazard:
     line: int
     reason: str
+    rule: str = ""  # a key of HAZARD_RULES
 
 
 @dataclass(frozen=True)
@@ -504,25 +523,26 @@ def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], vol
             cond = node.child_by_field_name("condition")
             if cond is not None and _spins(cond, node, volatile):
                 found.append(Hazard(_line(node), f"waits on memory other blocks write (line {_line(node)}){where}: "
-                                    "reordering blocks could deadlock it or change its results"))
+                                    "reordering blocks could deadlock it or change its results", "wait"))
         elif kind == "call_expression":
             callee = _callee(node)
             parent = node.parent
             while parent is not None and parent.type in ("parenthesized_expression",):
                 parent = parent.parent
             if _TICKET_CALLS.match(callee) and parent is not None and parent.type not in ("expression_statement", "cast_expression"):
-                found.append(Hazard(_line(node), f"atomic ticket: the value {callee} returns orders blocks (line {_line(node)}){where}"))
+                found.append(Hazard(_line(node), f"atomic ticket: the value {callee} returns orders blocks (line {_line(node)}){where}", "ticket"))
         elif kind in ("identifier", "field_identifier", "type_identifier", "namespace_identifier"):
             word = text(node)
             if word in _GRID_SYNC:
-                found.append(Hazard(_line(node), f"{_GRID_SYNC[word]} (line {_line(node)}){where}"))
+                rule, message = _GRID_SYNC[word]
+                found.append(Hazard(_line(node), f"{message} (line {_line(node)}){where}", rule))
             elif word in block_macros and not any(f"macro {word}," in h.reason for h in found):
                 found.append(Hazard(_line(node), f"uses macro {word}, whose body reads the block index; macro bodies "
-                                    f"are opaque to the rewrite (line {_line(node)}){where}"))
+                                    f"are opaque to the rewrite (line {_line(node)}){where}", "macro-block-index"))
             elif _HIDDEN_BLOCK_INDEX.fullmatch(word) or _HIDDEN_BLOCK_INDEX.match(word):
-                found.append(Hazard(_line(node), f"reads the block index through {word} (line {_line(node)}){where}"))
+                found.append(Hazard(_line(node), f"reads the block index through {word} (line {_line(node)}){where}", "intrinsic-block-index"))
         elif kind == "gnu_asm_expression" and _ASM_BLOCK_INDEX.search(text(node)):
-            found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}"))
+            found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}", "asm-block-index"))
     found += _grid_strides(body, grid_reads, where)
     return found
 
@@ -546,7 +566,7 @@ def _grid_strides(body: Node, grid_reads: list[Node], where: str) -> list[Hazard
             steps = op in ("+=", "-=") or op == "=" and right is not None and re.search(rf"\b{re.escape(target)}\b", text(right))
             if steps and right is not None and reads_grid(right):
                 found.append(Hazard(_line(node), f"grid-stride or persistent loop (line {_line(node)}){where}: the block "
-                                    "index is a starting point, not a tile; swzc does not remap these"))
+                                    "index is a starting point, not a tile; swzc does not remap these", "grid-stride"))
     return found
 
 
@@ -813,9 +833,12 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
         for h in sorted(reached):
             for hfunc, _ in device[h]:
                 hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile, helper_grid.get(h, []))
+        spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
+                 *((node.start_byte, node.end_byte) for kname, node, *_ in launches if kname == name)]
+        hazards += _syntax_hazards(src, spans)
         header = src.data[function.start_byte : body.start_byte]
         if b"__cluster_dims__" in header:
-            hazards.append(Hazard(_line(function), "thread-block clusters (__cluster_dims__): cluster mates are consecutive blocks"))
+            hazards.append(Hazard(_line(function), "thread-block clusters (__cluster_dims__): cluster mates are consecutive blocks", "cluster"))
         notes: list[str] = []
         all_uses = uses + [u for h in helpers for u in helper_uses[h]]
         dims = max((" xyz".index(u.axis) if u.axis else 3 for u in all_uses), default=0)  # the whole blockIdx: all axes
@@ -833,7 +856,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
             if kname != name:
                 continue
             if "Cooperative" in record.api:
-                hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid"))
+                hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid",
+                                      "cooperative-launch"))
             ev = _Evaluator(host)
             bound: dict[str, Value] = {}
             types: dict[str, str] = {}
@@ -856,6 +880,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
             KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
                        tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by)
         )
+    records += _kernels_in_errors(src, {r.name for r in records})
     helper_records = {
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
@@ -864,6 +889,34 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline)
+
+
+def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:
+    """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
+    parse: what the analysis sees there may be wrong, so the kernel is refused with the error's place."""
+    hit = [e for e in src.errors if any(e.overlaps(a, b) for a, b in spans)]
+    if not hit:
+        return []
+    more = f" (and {len(hit) - 1} more)" if len(hit) > 1 else ""
+    return [Hazard(hit[0].line, f"touches a part of the file swzc cannot parse: {src.error_message(hit[0])}{more}", "syntax-error")]
+
+
+_KERNEL_HEAD = re.compile(rb"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(\w+)\s*\(")
+
+
+def _kernels_in_errors(src: SourceFile, known: set[str]) -> list[KernelInfo]:
+    """Kernels whose definition tree-sitter could not parse at all: refused, so the user hears of them."""
+    found = []
+    for issue in src.errors:
+        for match in _KERNEL_HEAD.finditer(src.data, issue.start, issue.end):
+            name = match.group(1).decode("utf-8", "surrogateescape")
+            if name in known:
+                continue
+            known.add(name)
+            line = src.data.count(b"\n", 0, match.start()) + 1
+            hazard = Hazard(line, f"its definition cannot be parsed: {src.error_message(issue)}", "syntax-error")
+            found.append(KernelInfo(name, line, (), (), (), 0, None, (hazard,), (), None, "", False, 0, "cuda"))
+    return found
 
 
 def _calls(function: Node, device: Mapping[str, object]) -> set[str]:

@@ -29,7 +29,7 @@ from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
 from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rank_kernels, rewrite_file
 from swzc.rank import Ranking
-from swzc.source import SourceFile
+from swzc.source import SourceFile, SyntaxIssue
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -209,6 +209,7 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
             lines.append(f"{head}: {o.reason}")
     if not result.outcomes:
         lines.append("  no __global__ kernels in this file")
+    lines += _syntax_lines(result.path, result.syntax_errors)
     if result.compile is not None:
         c = result.compile
         lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
@@ -227,6 +228,21 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
     return "\n".join(lines)
 
 
+def _syntax_lines(path: str, errors: tuple[SyntaxIssue, ...], shown: int = 3) -> list[str]:
+    """The parse errors swzc worked around, as summary lines."""
+    if not errors:
+        return []
+    lines = [f"  {len(errors)} part(s) of the file could not be parsed; kernels clear of them were analysed:"]
+    lines += [f"      {path}:{e.line}:{e.col}: {e.what}" for e in errors[:shown]]
+    if len(errors) > shown:
+        lines.append(f"      … and {len(errors) - shown} more (--json lists them all)")
+    return lines
+
+
+def _syntax_json(errors: tuple[SyntaxIssue, ...]) -> list[dict[str, Any]]:
+    return [{"line": e.line, "col": e.col, "message": e.what} for e in errors]
+
+
 def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, patch_out: str | None) -> str:
     doc = {
         "file": result.path,
@@ -242,6 +258,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
              "candidates": _candidates_json(o.candidates)}
             for o in result.outcomes
         ],
+        "syntax_errors": _syntax_json(result.syntax_errors),
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
                                                          "detail": result.compile.detail},
         "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},
@@ -262,9 +279,10 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool) -
     src, analysis = analyze_file(file, bound)
     records = _analysis_records(src, analysis, hw, bound)
     if as_json:
-        click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records}, indent=2))
+        click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
+                               "syntax_errors": _syntax_json(src.errors)}, indent=2))
     else:
-        click.echo(_analysis_text(analysis, hw.name, records))
+        click.echo("\n".join([_analysis_text(analysis, hw.name, records), *_syntax_lines(src.path, src.errors)]))
 
 
 def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swzc.errors import ExitCode, SwzcError
-from swzc.source import SourceFile, first_syntax_error, load_bytes, parse
+from swzc.source import SourceFile, load_bytes
 
 
 @dataclass(frozen=True, order=True)
@@ -51,14 +51,26 @@ def apply_edits(data: bytes, edits: list[Edit]) -> bytes:
     return out
 
 
+def moved(edits: list[Edit], at: int, before: bool = True) -> int:
+    """Where original byte offset `at` lands in the edited file.  An insertion exactly at `at` moves it
+    when `before` (text inserted there comes before that byte), not when `at` is a range's exclusive end."""
+    return at + sum(len(e.text) - (e.end - e.start) for e in edits
+                    if e.end < at or e.end == at and (before or e.start < e.end))
+
+
 def rewrite(src: SourceFile, edits: list[Edit]) -> SourceFile:
-    """The edited file, re-parsed; the rewrite must not introduce a parse error."""
+    """The edited file, re-parsed.  It may keep the original's syntax errors, moved by the edits, but must
+    not have any other: a new one means an edit broke the file."""
     data = apply_edits(src.data, edits)
-    bad = first_syntax_error(parse(data).root_node)
-    if bad is not None:
-        line = data.count(b"\n", 0, bad.start_byte) + 1
+    new = load_bytes(src.path, data)
+    carried = set()
+    for e in src.errors:  # a zero-width issue at an insertion point may land on either side of it
+        for start in {moved(edits, e.start), moved(edits, e.start, before=False)}:
+            carried.add((start, start + moved(edits, e.end, before=False) - moved(edits, e.start, before=False), e.what))
+    fresh = [e for e in new.errors if (e.start, e.end, e.what) not in carried]
+    if fresh:
         raise SwzcError(
-            f"{src.path}: the rewrite introduced a syntax error at output line {line}; nothing written",
+            f"{src.path}: the rewrite introduced a syntax error at output line {fresh[0].line}; nothing written",
             ExitCode.CHECK_FAILED,
         )
-    return load_bytes(src.path, data)
+    return new

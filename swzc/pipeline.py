@@ -75,6 +75,7 @@ class RewriteResult:
     compile: CompileReport | None
     bench: tuple[KernelBench, ...] = ()
     benchmarked: bool = False
+    syntax_errors: tuple[source.SyntaxIssue, ...] = ()  # parts of the input tree-sitter could not parse, tolerated
 
     @property
     def changed(self) -> bool:
@@ -123,7 +124,12 @@ def load_hw(name: str) -> HardwareModel:
 
 def analyze_file(path: str, bindings: Mapping[str, Value] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
     src = source.load(path)
-    return src, analyze(src, bindings or {})
+    analysis = analyze(src, bindings or {})
+    if src.errors and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
+        # parse errors, and no kernel clear of them: nothing in the file can be analysed
+        more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
+        raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT)
+    return src, analysis
 
 
 def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel,
@@ -276,7 +282,8 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
-    return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report)
+    return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,
+                         syntax_errors=src.errors)
 
 
 def _describe(kernel: KernelInfo, proposal: Proposal) -> str:

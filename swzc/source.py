@@ -23,7 +23,27 @@ def _parser() -> Parser:
 
 
 def parse(data: bytes) -> Tree:
+    """The tree of `data`.  A file whose last line has no newline is parsed as if it had one: a directive
+    on that line (`#include <x.c>` at the very end of a file) is complete for the compiler, and the byte
+    offsets of everything in the file stay the same."""
+    if data and not data.endswith(b"\n"):
+        return _parser().parse(data + b"\n")
     return _parser().parse(data)
+
+
+@dataclass(frozen=True)
+class SyntaxIssue:
+    """A stretch tree-sitter could not parse (an ERROR node) or a token it had to assume (MISSING)."""
+
+    start: int
+    end: int
+    line: int
+    col: int
+    what: str  # e.g. "cannot parse 'typeid(x)'" or "expected ';'"
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """True when this issue touches the byte range [start, end] (a zero-width one at either edge too)."""
+        return self.start <= end and start <= self.end if self.start == self.end else self.start < end and start < self.end
 
 
 @dataclass(frozen=True)
@@ -32,6 +52,7 @@ class SourceFile:
     data: bytes
     tree: Tree
     dialect: str  # "cuda" or "hip"
+    errors: tuple[SyntaxIssue, ...] = ()  # what tree-sitter could not parse, in document order
 
     def line_col(self, byte: int) -> tuple[int, int]:
         """1-based line and column of a byte offset."""
@@ -47,6 +68,9 @@ class SourceFile:
     def text(self, node: Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
 
+    def error_message(self, issue: SyntaxIssue) -> str:
+        return f"{self.path}:{issue.line}:{issue.col}: syntax error: {issue.what}"
+
 
 def detect_dialect(path: str, data: bytes) -> str:
     if path.endswith(".hip") or _HIP_HINT.search(data):
@@ -54,36 +78,61 @@ def detect_dialect(path: str, data: bytes) -> str:
     return "cuda"
 
 
-def first_syntax_error(root: Node) -> Node | None:
-    """The first ERROR or MISSING node in document order, or None."""
-    if not root.has_error:
-        return None
-    stack = [root]
+def error_nodes(root: Node) -> list[tuple[int, int, Node | None]]:
+    """(start, end, node) of every ERROR and MISSING node, in document order.  A MISSING token that
+    tree-sitter keeps hidden (it is in no node's children) is placed, zero-width, at the end of the
+    smallest node that reports an error without a child that holds it; its node is then None."""
+    found: list[tuple[int, int, Node | None]] = []
+    stack = [root] if root.has_error else []
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            return node
-        stack.extend(child for child in reversed(node.children) if child.has_error or child.is_missing)
-    return root
+            found.append((node.start_byte, node.end_byte if node.is_error else node.start_byte, node))
+            continue
+        bad = [child for child in node.children if child.has_error or child.is_missing or child.is_error]
+        if not bad:
+            found.append((node.end_byte, node.end_byte, None))
+        stack.extend(reversed(bad))
+    return found
 
 
-def syntax_error_message(src: SourceFile, node: Node) -> str:
-    if node.is_missing:
-        what = f"expected '{node.type}'"
-    else:
-        snippet = src.text(node).splitlines()[0][:40] if src.text(node) else ""
-        what = f"cannot parse {snippet!r}" if snippet else "cannot parse this"
-    return f"{src.where(node)}: syntax error: {what} (or a construct the CUDA grammar does not cover)"
+def syntax_issues(data: bytes, tree: Tree) -> tuple[SyntaxIssue, ...]:
+    issues = []
+    for start, end, node in error_nodes(tree.root_node):
+        start, end = min(start, len(data)), min(end, len(data))
+        line = data.count(b"\n", 0, start) + 1
+        col = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        if node is not None and node.is_missing:
+            what = f"expected '{node.type}'"
+        elif node is None:
+            what = "a token is missing here"
+        else:
+            snippet = data[start:end].decode("utf-8", "replace").strip().splitlines()
+            what = f"cannot parse {snippet[0][:40]!r}" if snippet else "cannot parse this"
+        issues.append(SyntaxIssue(start, end, line, col, f"{what} (or a construct the CUDA grammar does not cover)"))
+    return tuple(issues)
+
+
+# Spellings nvcc takes that the grammar does not, and that say nothing about blocks: blanked out (spaces of
+# the same length, so every byte offset stays) in the text tree-sitter parses.  The file itself keeps them.
+_BLANKED = re.compile(
+    rb"\b__align__\s*\([^()\n]*\)"  # struct __align__(16) S { … }
+    rb"|\bCUDART_CB\b"  # void CUDART_CB callback(cudaStream_t, …)
+    rb"|(?<=\])\s*(?:__device__|__host__)(?:\s+(?:__device__|__host__))*"  # [=] __device__ (int i) { … }
+    rb"|(?<=\))\s*(?:__device__|__host__)(?:\s+(?:__device__|__host__))*(?=\s*(?:->|mutable|\{))"  # [=](int i) __device__ { … }
+)
+
+
+def parse_view(data: bytes) -> bytes:
+    """The bytes tree-sitter is given: `data` with the spellings in _BLANKED replaced by spaces."""
+    return _BLANKED.sub(lambda m: b" " * len(m.group(0)), data)
 
 
 def load_bytes(path: str, data: bytes) -> SourceFile:
-    """Parse bytes; a file tree-sitter cannot parse whole is an input error with file:line:col."""
-    tree = parse(data)
-    src = SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data))
-    bad = first_syntax_error(tree.root_node)
-    if bad is not None:
-        raise SwzcError(syntax_error_message(src, bad), ExitCode.BAD_INPUT)
-    return src
+    """Parse bytes.  Parts tree-sitter cannot parse are kept as `errors`: the analysis refuses the kernels
+    they touch and works on the rest."""
+    tree = parse(parse_view(data))
+    return SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data), errors=syntax_issues(data, tree))
 
 
 def load(path: str) -> SourceFile:

@@ -1,0 +1,157 @@
+"""Parse tolerance: what tree-sitter cannot parse is kept with its place; kernels clear of it are analysed
+and rewritten, kernels that touch it are refused with file:line:col, and the output may carry the input's
+errors but no new one."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from swzc.cli import main
+from swzc.edits import Edit, moved, rewrite
+from swzc.errors import ExitCode, SwzcError
+from swzc.source import _parser, error_nodes, load_bytes, parse
+
+KERNEL = """\
+__global__ void tile2d(const float* a, float* b, int n) {
+  int row = blockIdx.y * 16 + threadIdx.y;
+  int col = blockIdx.x * 16 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];
+  b[row * n + col] = acc;
+}
+"""
+
+LAUNCH = """\
+void run(const float* a, float* b) {
+  tile2d<<<dim3(256, 256), dim3(16, 16)>>>(a, b, 4096);
+}
+"""
+
+# a second kernel, launched, clear of any error
+OTHER = KERNEL.replace("tile2d", "other") + LAUNCH.replace("tile2d", "other").replace("run(", "run_other(")
+
+# host code nvcc takes and tree-sitter does not: `new T*[n]`
+HOST_ERROR = """\
+float** rows(int n) {
+  float** p = new float*[n];
+  return p;
+}
+"""
+
+
+def run(tmp_path, text, *args):
+    path = tmp_path / "k.cu"
+    path.write_text(text)
+    out = tmp_path / "out.cu"
+    result = CliRunner().invoke(main, ["rewrite", str(path), "-o", str(out), "--swizzle", "grouped:8", "--no-compile", "--json", *args])
+    doc = json.loads(result.stdout) if result.stdout.startswith("{") else None
+    return result, doc, out
+
+
+def statuses(doc):
+    return {k["name"]: (k["status"], k["reason"]) for k in doc["kernels"]}
+
+
+def test_last_line_without_newline_is_complete():
+    """A file that ends in a directive with no newline (as a whole benchmark suite does) parses clean."""
+    src = load_bytes("k.cu", (KERNEL + LAUNCH + "#include <suite.c>").encode())
+    assert src.errors == ()
+    assert not parse(b"int x;\n#include <a.c>").root_node.has_error
+
+
+def test_hidden_missing_token_is_found_where_it_is():
+    """tree-sitter keeps some MISSING tokens out of every node's children: the finder still places them."""
+    data = b"/* licence */\nint x;\n#include <suite.c>"  # parsed as is, the include's newline is a hidden MISSING
+    assert error_nodes(_parser().parse(data).root_node) == [(len(data), len(data), None)]
+    src = load_bytes("k.cu", b"/* licence */\n#ifdef B\nint x;\n")  # a visible MISSING #endif
+    assert src.errors and src.errors[0].line > 1  # not 1:1: the licence comment is never blamed
+
+
+def test_error_in_host_code_far_from_kernels_is_tolerated(tmp_path):
+    result, doc, out = run(tmp_path, KERNEL + HOST_ERROR + LAUNCH)
+    assert result.exit_code == 0, result.output
+    assert statuses(doc)["tile2d"][0] == "rewritten"
+    assert [(e["line"], e["col"]) for e in doc["syntax_errors"]] == [(9, 24)]
+    assert "swzc_block" in out.read_text() and "new float*[n]" in out.read_text()
+
+
+def test_tolerated_errors_are_listed_in_the_text_summary(tmp_path):
+    (tmp_path / "k.cu").write_text(KERNEL + HOST_ERROR + LAUNCH)
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile"])
+    assert "could not be parsed" in result.output and "k.cu:9:24" in result.output
+
+
+def test_error_inside_a_kernel_refuses_that_kernel_only(tmp_path):
+    broken = KERNEL.replace("tile2d", "broken").replace("float acc = 0.0f;", "float acc = 0.0f; acc @ 2;")
+    text = KERNEL + broken + LAUNCH + "void run2(const float* a, float* b) { broken<<<dim3(8, 8), dim3(16, 16)>>>(a, b, 128); }\n"
+    result, doc, out = run(tmp_path, text)
+    assert result.exit_code == 0, result.output
+    got = statuses(doc)
+    assert got["tile2d"][0] == "rewritten"
+    assert got["broken"][0] == "refused" and "k.cu:11:" in got["broken"][1] and "cannot parse" in got["broken"][1]
+    assert "acc @ 2" in out.read_text()
+
+
+def test_error_in_a_helper_the_kernel_calls_refuses_it(tmp_path):
+    helper = "__device__ int where(int i) { int x = i; x @ 1; return blockIdx.x + x; }\n"
+    kernel = KERNEL.replace("b[row * n + col] = acc;", "b[where(row) * n + col] = acc;")
+    result, doc, _ = run(tmp_path, helper + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["tile2d"][0] == "refused" and statuses(doc)["other"][0] == "rewritten"
+    assert "k.cu:1:" in statuses(doc)["tile2d"][1]
+
+
+def test_error_at_the_launch_site_refuses_the_kernel(tmp_path):
+    launch = "void run(const float* a, float* b) {\n  tile2d<<<dim3(256, 256), dim3(16, 16)>>>(a, b, new float*[4] == 0);\n}\n"
+    result, doc, _ = run(tmp_path, KERNEL + launch + OTHER)
+    assert statuses(doc)["tile2d"][0] == "refused" and statuses(doc)["other"][0] == "rewritten"
+
+
+def test_kernel_tree_sitter_cannot_parse_at_all_is_named(tmp_path):
+    hidden = "#ifdef WIDE\n__global__ void wide(float* a, int n) {\n#else\n__global__ void wide(float* a) {\n#endif\n  a[blockIdx.x] = 0.0f;\n}\n"
+    result, doc, _ = run(tmp_path, KERNEL + LAUNCH + hidden)
+    got = statuses(doc)
+    assert got["wide"][0] == "refused" and "cannot be parsed" in got["wide"][1]
+    assert got["tile2d"][0] == "rewritten"
+
+
+def test_no_kernel_clear_of_errors_is_a_syntax_error(tmp_path):
+    broken = KERNEL.replace("float acc = 0.0f;", "float acc = 0.0f; acc @ 2;")
+    result, doc, out = run(tmp_path, broken + LAUNCH)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "k.cu:4:" in result.stderr and "syntax error" in result.stderr
+    assert not out.exists()
+
+
+def test_rewrite_keeps_the_input_errors_moved_by_the_edits():
+    src = load_bytes("k.cu", (KERNEL + HOST_ERROR).encode())
+    assert len(src.errors) == 1
+    new = rewrite(src, [Edit.insert(0, "// a line in front\n")])
+    assert [(e.line, e.what) for e in new.errors] == [(src.errors[0].line + 1, src.errors[0].what)]
+
+
+def test_rewrite_refuses_an_edit_that_adds_an_error():
+    src = load_bytes("k.cu", (KERNEL + HOST_ERROR).encode())
+    at = (KERNEL + HOST_ERROR).index("float acc")
+    with pytest.raises(SwzcError) as caught:
+        rewrite(src, [Edit.insert(at, "int oops = (;\n")])
+    assert caught.value.code == ExitCode.CHECK_FAILED and "introduced a syntax error" in caught.value.message
+
+
+def test_moved_counts_insertions_before_a_byte_but_not_at_a_range_end():
+    edits = [Edit.insert(10, "abc"), Edit.replace(20, 25, "x")]
+    assert moved(edits, 5) == 5
+    assert moved(edits, 10) == 13 and moved(edits, 10, before=False) == 10
+    assert moved(edits, 25) == 24 and moved(edits, 30) == 29
+
+
+@pytest.mark.parametrize("construct", [
+    "struct __align__(16) Pair { float a, b; };\n",
+    "void CUDART_CB done(void* data) {}\n",
+    "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
+    "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
+])
+def test_spellings_nvcc_takes_parse_clean(construct):
+    src = load_bytes("k.cu", (construct + KERNEL).encode())
+    assert src.errors == (), construct
+    assert src.data.startswith(construct.encode())  # the file keeps them
