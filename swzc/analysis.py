@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from swzc import queries
-from swzc.evaluate import Dim3, Evaluator, Macro, Scope, Value, expression_of
+from swzc.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
+from swzc.preprocess import CompileContext, Preprocessed, preprocess
+from swzc.errors import SwzcError
 from swzc.source import SourceFile
 
 Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
@@ -65,6 +67,18 @@ class Launch:
     bindings: tuple[tuple[str, Value], ...] = ()  # kernel (template) parameters this launch fixes
     type_args: tuple[tuple[str, str], ...] = ()  # template type parameters it fixes, e.g. ("T", "float")
     tiles: int | None = None  # the tile count T of the kernel's tile loop for this launch, where known
+
+
+@dataclass(frozen=True)
+class LaunchFact:
+    """A kernel's launch as the user gives it (--grid/--block) or as a run of the program showed it."""
+
+    kernel: str
+    grid: Dim3 | None
+    block: Dim3 | None
+    args: tuple[tuple[str, Value], ...] = ()  # scalar arguments, by parameter name
+    origin: str = "--grid"  # "--grid" (must agree with the file) or "observed" (what ran)
+    count: int = 1  # launches seen with this configuration
 
 
 @dataclass(frozen=True)
@@ -177,6 +191,7 @@ class FileAnalysis:
     callers: Mapping[str, tuple[str, ...]]  # helper -> kernels that reach it
     identifiers: frozenset[str] = field(default_factory=frozenset)
     newline: str = "\n"  # the file's line ending, for inserted lines
+    notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (headers, limits)
 
 
 # ---- tree helpers -------------------------------------------------------------------------------------
@@ -279,8 +294,24 @@ class _Dim3Parts:
     parts: tuple[Node | None, Node | None, Node | None]
 
 
-def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
-    macros: dict[str, Macro | None] = {}
+_PREPARED: dict[tuple, tuple[SourceFile, Preprocessed, Scope]] = {}
+
+
+def prepared(src: SourceFile, user: Mapping[str, Value | str], context: CompileContext | None = None) -> tuple[Preprocessed, Scope]:
+    """The file's directives run (swzc.preprocess) and the names the evaluator may resolve, made once per
+    file and bindings: macros, global constants, enumerators and type aliases, from the file and the local
+    headers it includes, leaving out branches the compiler never takes.  `user` holds --set values (a
+    string binds a type name, e.g. DATA_TYPE=float)."""
+    key = (id(src), tuple(sorted((k, repr(v)) for k, v in user.items())), context)
+    cached = _PREPARED.get(key)
+    if cached is not None and cached[0] is src:
+        return cached[1], cached[2]
+    if context is None:  # a file analysed before with a build context keeps it
+        earlier = next((c for c in _PREPARED.values() if c[0] is src), None)
+        if earlier is not None and dict(earlier[2].user) == dict(user):
+            return earlier[1], earlier[2]
+    budget = Budget()
+    pre = preprocess(src, context, budget)
     names: dict[str, Node | None] = {}
     types: dict[str, str | None] = {}
 
@@ -290,39 +321,54 @@ def file_scope(src: SourceFile, user: Mapping[str, Value]) -> Scope:
         else:
             table[name] = value
 
-    for node in walk(src.tree.root_node):
-        if node.type == "preproc_def":
-            define(macros, text(node.child_by_field_name("name")), Macro(None, text(node.child_by_field_name("value")).strip()))
-        elif node.type == "preproc_function_def":
-            params = tuple(text(p) for p in node.child_by_field_name("parameters").named_children if p.type == "identifier")
-            define(macros, text(node.child_by_field_name("name")), Macro(params, text(node.child_by_field_name("value")).strip()))
-        elif node.type == "enumerator":
-            value = node.child_by_field_name("value")
-            if value is not None:
-                define(names, text(node.child_by_field_name("name")), value)
-        elif node.type == "declaration" and _is_global(node) and re.search(r"\b(const|constexpr)\b", text(node).split("=")[0]):
-            for decl in node.children_by_field_name("declarator"):
-                if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
-                    define(names, declared_name(decl), decl.child_by_field_name("value"))
-        elif node.type == "type_definition" and _is_global(node):
-            for decl in node.children_by_field_name("declarator"):
-                if decl.type == "type_identifier":  # a plain alias, not a pointer or function type
-                    define(types, text(decl), " ".join(text(node.child_by_field_name("type")).split()))
-        elif node.type == "alias_declaration" and _is_global(node):
-            define(types, text(node.child_by_field_name("name")), " ".join(text(node.child_by_field_name("type")).split()))
+    for tree_src, inactive in [*((h.src, h.inactive) for h in pre.headers), (src, pre.inactive)]:
+        for node in _top_level(tree_src.tree.root_node, inactive):
+            if node.type == "enumerator":
+                value = node.child_by_field_name("value")
+                if value is not None:
+                    define(names, text(node.child_by_field_name("name")), value)
+            elif node.type == "declaration" and re.search(r"\b(const|constexpr)\b", text(node).split("=")[0]):
+                for decl in node.children_by_field_name("declarator"):
+                    if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
+                        define(names, declared_name(decl), decl.child_by_field_name("value"))
+            elif node.type == "type_definition":
+                for decl in node.children_by_field_name("declarator"):
+                    if decl.type == "type_identifier":  # a plain alias, not a pointer or function type
+                        define(types, text(decl), " ".join(text(node.child_by_field_name("type")).split()))
+            elif node.type == "alias_declaration":
+                define(types, text(node.child_by_field_name("name")), " ".join(text(node.child_by_field_name("type")).split()))
     for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
         names.pop(name, None)
-    return Scope(user=user, names={k: v for k, v in names.items() if v is not None}, macros=macros,
-                 types={k: v for k, v in types.items() if v is not None})
+    scope = Scope(user=dict(user), names={k: v for k, v in names.items() if v is not None},
+                  macros=pre.macros, types={k: v for k, v in types.items() if v is not None}, budget=budget)
+    if len(_PREPARED) > 64:
+        _PREPARED.clear()
+    _PREPARED[key] = (src, pre, scope)
+    return pre, scope
 
 
-def _is_global(node: Node) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent.type in ("function_definition", "field_declaration_list", "lambda_expression"):
-            return False
-        parent = parent.parent
-    return True
+def file_scope(src: SourceFile, user: Mapping[str, Value | str], context: CompileContext | None = None) -> Scope:
+    return prepared(src, user, context)[1]
+
+
+_SCOPE_ITEMS = frozenset({"enumerator", "declaration", "type_definition", "alias_declaration"})
+_SCOPE_CONTAINERS = frozenset({"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
+                               "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                               "preproc_elifdef", "enum_specifier", "enumerator_list", "type_definition"})
+
+
+def _top_level(root: Node, inactive: tuple[tuple[int, int], ...]) -> Iterator[Node]:
+    """File-level declarations, enumerators and aliases (not inside functions or classes), skipping the
+    inactive branches."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if inactive and any(a <= node.start_byte and node.end_byte <= b for a, b in inactive):
+            continue
+        if node.type in _SCOPE_ITEMS:
+            yield node
+        if node.type in _SCOPE_CONTAINERS or node.type == "declaration":
+            stack.extend(reversed(node.children))
 
 
 def local_scope(function: Node, at: int, outer: Scope) -> Scope:
@@ -591,15 +637,23 @@ def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:
     return idle and any(n.type in ("subscript_expression", "pointer_expression", "field_expression") for n in walk(cond))
 
 
-def _block_macros(scope: Scope) -> set[str]:
-    found = {name for name, macro in scope.macros.items() if macro is not None and _BLOCK_INDEX_TEXT.search(macro.body)}
-    changed = True
-    while changed:
-        changed = False
-        for name, macro in scope.macros.items():
-            if name not in found and macro is not None and any(re.search(rf"\b{re.escape(m)}\b", macro.body) for m in found):
+def _block_macros(bodies: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """Macros whose expansion reads the block index: directly, or through another such macro (any body the
+    macro had on a path the compiler may take)."""
+    users: dict[str, set[str]] = {}  # macro name -> macros whose body names it
+    found = set()
+    for name, texts in bodies.items():
+        for body in texts:
+            if _BLOCK_INDEX_TEXT.search(body):
                 found.add(name)
-                changed = True
+            for word in set(re.findall(r"[A-Za-z_]\w*", body)):
+                users.setdefault(word, set()).add(name)
+    todo = list(found)
+    while todo:
+        for user in users.get(todo.pop(), ()):
+            if user not in found:
+                found.add(user)
+                todo.append(user)
     return found
 
 
@@ -788,16 +842,19 @@ def parameters(function: Node) -> tuple[list[str], list[str]]:
     return params, tparams
 
 
-def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAnalysis:
-    scope = file_scope(src, user or {})
-    block_macros = _block_macros(scope)
+def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
+            facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> FileAnalysis:
+    """The file's kernels as frozen records.  `user` holds --set bindings, `context` the build's include
+    folders and defines, `facts` launches known from outside the file (--grid/--block, or observed)."""
+    pre, scope = prepared(src, user or {}, context)
+    block_macros = _block_macros(pre.bodies)
     volatile = _volatile_names(src.tree.root_node)
     kernels: dict[str, Node] = {}
     kernel_list: list[tuple[Node, Node]] = []
     device: dict[str, list[tuple[Node, Node]]] = {}
     for function, item in functions(src.tree.root_node):
-        if function.child_by_field_name("body") is None:
-            continue
+        if function.child_by_field_name("body") is None or not pre.active(function):
+            continue  # a declaration, or in a branch the compiler never takes
         name = function_name(function)
         if _has_token(function, "__global__"):
             kernels.setdefault(name, function)
@@ -818,7 +875,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
             helper_at[name] = min(helper_at.get(name, len(src.data)), _library_at(src, item))
             calls.setdefault(name, set()).update(_calls(function, device))
 
-    launches = _launches(src, scope, kernels)
+    launches = [found for found in _launches(src, scope, kernels) if pre.active(found[1])]
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}
     for function, item in kernel_list:
@@ -874,6 +931,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
                 value = _Evaluator(kscope).value(divisor)
                 record = replace(record, divisor=int(value) if value is not None else None)
             mine.append(record)
+        if facts and facts.get(name):
+            mine = _with_facts(src, function, mine, facts[name], scope, divisor)
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
         swizzled_by = _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
         records.append(
@@ -887,8 +946,41 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
     }
     identifiers = frozenset(text(n) for n in walk(src.tree.root_node) if n.type in ("identifier", "type_identifier", "field_identifier"))
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
+    notes = pre.notes + (("evaluation stopped at its work limit; what it had not reached is unknown",)
+                         if scope.budget.exhausted and not pre.notes else ())
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
-                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline)
+                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
+
+
+def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: tuple[LaunchFact, ...], scope: Scope,
+                divisor: Node | None) -> list[Launch]:
+    """The kernel's launches with what the user or a run says of them.  A --grid or --block that disagrees
+    with a launch the file fixes is an input error naming both; a size the file leaves open is filled.
+    Observed launches are what ran: they replace the file's (the most frequent first)."""
+    name = function_name(function)
+    given = [f for f in facts if f.origin != "observed"]
+    observed = sorted((f for f in facts if f.origin == "observed"), key=lambda f: -f.count)
+    out = []
+    for launch in launches if not observed else []:
+        for fact in given:
+            for what, have, want in (("grid", launch.grid, fact.grid), ("block", launch.block, fact.block)):
+                if have is not None and want is not None and have != want:
+                    raise SwzcError(f"--{what} {name}={','.join(map(str, want))} contradicts the launch at {src.path}:{launch.line}, "
+                                    f"whose {what} is {','.join(map(str, have))}")
+            launch = replace(launch, grid=launch.grid or fact.grid, block=launch.block or fact.block,
+                             bindings=tuple(sorted({**dict(fact.args), **dict(launch.bindings)}.items())))
+        out.append(launch)
+    if not out:
+        for fact in observed or given:
+            shown = lambda d: f"dim3({', '.join(map(str, d))})" if d else ""  # noqa: E731
+            out.append(Launch(name, 0, fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
+                              bindings=tuple(sorted(fact.args))))
+    if divisor is not None:
+        for i, launch in enumerate(out):
+            if launch.divisor is None:
+                value = _Evaluator(local_scope(function, divisor.start_byte, scope.child(dict(launch.bindings)))).value(divisor)
+                out[i] = replace(launch, divisor=int(value) if value is not None else None)
+    return out
 
 
 def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:

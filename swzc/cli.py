@@ -27,7 +27,9 @@ from swzc.harness import gpu_name, gpu_present
 from swzc.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
-from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_swizzle, rank_kernels, rewrite_file
+from swzc.pipeline import (Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
+                           rank_kernels, rewrite_file)
+from swzc.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
 from swzc.rank import Ranking
 from swzc.source import SourceFile, SyntaxIssue
 
@@ -97,6 +99,40 @@ set_option = click.option("--set", "bindings", multiple=True, metavar="NAME=VALU
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 
 
+def build_options(func: F) -> F:
+    """What the compiler would see: include folders, defines, a compilation database, launch sizes."""
+    for option in reversed((
+        click.option("-I", "--include-dir", "include_dirs", multiple=True, metavar="DIR",
+                     help="Look for #include \"…\" headers here too, after FILE's folder (repeatable)."),
+        click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+                     help="Define a macro as the build does, e.g. -D LARGE_DATASET or -D N=4096 (repeatable)."),
+        click.option("-p", "--build-path", metavar="DIR", help="Folder of the compile_commands.json that gives FILE's "
+                     "-I and -D flags (default: the first one found in FILE's folder or above)."),
+        click.option("--grid", "grids", multiple=True, metavar="KERNEL=X[,Y[,Z]]",
+                     help="A kernel's grid, where the file does not fix it (repeatable)."),
+        click.option("--block", "blocks", multiple=True, metavar="KERNEL=X[,Y[,Z]]",
+                     help="A kernel's block size, where the file does not fix it (repeatable)."),
+    )):
+        func = option(func)
+    return func
+
+
+def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None) -> tuple[CompileContext, list[str]]:
+    """The compilation database's flags for FILE (never run), then the command line's."""
+    notes: list[str] = []
+    context = CompileContext()
+    database = find_compile_commands(file, build_path)
+    if database is not None and database.is_file():
+        context, notes = context_from_database(database, file)
+    elif build_path is not None:
+        raise SwzcError(f"-p {build_path}: no compile_commands.json there")
+    given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])
+    for name, _ in given.defines:
+        if not name.isidentifier():
+            raise SwzcError(f"-D {name!r}: not a macro name")
+    return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="swzc")
 def main() -> None:
@@ -112,6 +148,7 @@ def main() -> None:
               "(e.g. xcd:8+grouped:8). Default: the documented rule for the hardware model.")
 @hw_option
 @set_option
+@build_options
 @click.option("--no-compile", is_flag=True, help="Skip compiling the rewritten file with nvcc/hipcc.")
 @click.option("--bench/--no-bench", "bench", default=None,
               help="Check and time each candidate on the local GPU and keep only a measured win "
@@ -135,7 +172,8 @@ def main() -> None:
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
             report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, time_regex: str,
-            check_regex: str, compile_flags: tuple[str, ...], as_json: bool) -> None:
+            check_regex: str, compile_flags: tuple[str, ...], as_json: bool, include_dirs: tuple[str, ...],
+            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
     if output and in_place:
         raise SwzcError("use either -o/--output or --in-place, not both")
@@ -158,7 +196,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         bench = gpu_present()
     elif bench and program is None and not gpu_present():
         raise SwzcError("--bench needs a GPU here: an NVIDIA GPU with nvcc, or an AMD GPU with hipcc; none was found")
+    context, context_notes = build_context(file, include_dirs, defines, build_path)
     options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
+                      context=context, facts=parse_launch_facts(grids, blocks),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program)
     if bench:
@@ -184,6 +224,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         write_atomically(file, result.new)
     if patch_out and patch_out != "-":
         write_atomically(patch_out, result.patch.encode("utf-8", "surrogateescape"))
+    result = replace(result, notes=(*context_notes, *result.notes))
     report = _rewrite_json(result, output, in_place, patch_out) if as_json else _rewrite_text(result, bool(output or in_place or patch_out))
     click.echo(report, err=to_stdout)
     if output == "-":
@@ -210,6 +251,7 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
     if not result.outcomes:
         lines.append("  no __global__ kernels in this file")
     lines += _syntax_lines(result.path, result.syntax_errors)
+    lines += [f"  note: {note}" for note in result.notes]
     if result.compile is not None:
         c = result.compile
         lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
@@ -259,6 +301,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
             for o in result.outcomes
         ],
         "syntax_errors": _syntax_json(result.syntax_errors),
+        "notes": list(result.notes),
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
                                                          "detail": result.compile.detail},
         "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},
@@ -270,19 +313,24 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
 @click.argument("file", type=click.Path(dir_okay=True))
 @hw_option
 @set_option
+@build_options
 @json_option
 @guarded
-def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool) -> None:
+def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool, include_dirs: tuple[str, ...],
+            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
     hw = load_hw(hw_name)
     bound = parse_bindings(list(bindings))
-    src, analysis = analyze_file(file, bound)
+    context, context_notes = build_context(file, include_dirs, defines, build_path)
+    src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
     records = _analysis_records(src, analysis, hw, bound)
+    notes = [*context_notes, *analysis.notes]
     if as_json:
         click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
-                               "syntax_errors": _syntax_json(src.errors)}, indent=2))
+                               "syntax_errors": _syntax_json(src.errors), "notes": notes}, indent=2))
     else:
-        click.echo("\n".join([_analysis_text(analysis, hw.name, records), *_syntax_lines(src.path, src.errors)]))
+        click.echo("\n".join([_analysis_text(analysis, hw.name, records), *_syntax_lines(src.path, src.errors),
+                              *(f"  note: {n}" for n in notes)]))
 
 
 def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:

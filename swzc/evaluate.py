@@ -104,18 +104,36 @@ class Macro:
     body: str
 
 
+class Budget:
+    """A limit on evaluation work shared by every evaluator of one analysis, and the memo that keeps
+    nested function-like macros from costing exponential time.  Spent: every later value is unknown."""
+
+    def __init__(self, steps: int = 2_000_000) -> None:
+        self.left = steps
+        self.memo: dict[tuple, tuple[object, Value | None]] = {}
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left <= 0
+
+    def spend(self) -> bool:
+        self.left -= 1
+        return self.left > 0
+
+
 @dataclass
 class Scope:
     """Names the evaluator may resolve.  `lookup` maps a name to an expression node (or a known value)."""
 
-    user: Mapping[str, Value] = field(default_factory=dict)
+    user: Mapping[str, Value | str] = field(default_factory=dict)  # --set: a value, or a type name
     names: Mapping[str, Node | Value | Dim3] = field(default_factory=dict)
     macros: Mapping[str, Macro | None] = field(default_factory=dict)  # None: defined ambiguously
     parent: Scope | None = None
     types: Mapping[str, str] = field(default_factory=dict)  # type aliases: typedef/using, --set NAME=TYPE
+    budget: Budget = field(default_factory=Budget, repr=False, compare=False)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self, self.types)
+        return Scope(self.user, names, self.macros, self, self.types, self.budget)
 
     def resolve_type(self, name: str) -> str:
         """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers
@@ -124,7 +142,9 @@ class Scope:
         current = " ".join(words)
         for _ in range(16):
             macro = self.macros.get(current)
-            following = self.types.get(current) or (macro.body if macro is not None and macro.params is None else None)
+            bound = self.user.get(current)
+            following = bound if isinstance(bound, str) else self.types.get(current) or (
+                macro.body if macro is not None and macro.params is None else None)
             if not following or following == current:
                 break
             current = " ".join(w for w in following.split() if w not in _QUALIFIERS)
@@ -162,7 +182,7 @@ class Evaluator:
         self.scope = scope
 
     def value(self, node: Node | None, depth: int = 0) -> Value | None:
-        if node is None or depth > _MAX_DEPTH:
+        if node is None or depth > _MAX_DEPTH or not self.scope.budget.spend():
             return None
         try:
             result = self._value(node, depth + 1)
@@ -281,9 +301,14 @@ class Evaluator:
             values = [self.value(a, depth) for a in args]
             if any(v is None for v in values):
                 return None
-            body = expression_of(bound.body)
-            inner = Evaluator(self.scope.child(dict(zip(bound.params, values))))  # type: ignore[arg-type]
-            return inner.value(body, depth) if body is not None else None
+            # The body's free names resolve where the macro is used, so the memo is per scope (kept alive
+            # in the memo, so that its id is not reused).
+            key = (bound, tuple(values), id(self.scope))
+            if key not in self.scope.budget.memo:
+                body = expression_of(bound.body)
+                inner = type(self)(self.scope.child(dict(zip(bound.params, values))))  # type: ignore[arg-type]
+                self.scope.budget.memo[key] = (self.scope, inner.value(body, depth) if body is not None else None)
+            return self.scope.budget.memo[key][1]
         if name in _CALLS and args:
             values = [self.value(a, depth) for a in args]
             if any(v is None for v in values):
@@ -301,8 +326,11 @@ class Evaluator:
         if isinstance(bound, Node):
             return self.value(bound, depth)
         if isinstance(bound, Macro) and bound.params is None:
-            body = expression_of(bound.body)
-            return self.value(body, depth) if body is not None else None
+            key = (bound, id(self.scope))
+            if key not in self.scope.budget.memo:
+                body = expression_of(bound.body)
+                self.scope.budget.memo[key] = (self.scope, self.value(body, depth) if body is not None else None)
+            return self.scope.budget.memo[key][1]
         return None
 
 

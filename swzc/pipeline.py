@@ -7,21 +7,23 @@ are raised as SwzcError with an exit code.  Nothing here prints or writes the us
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from swzc import hw as hwmodels
 from swzc import source
-from swzc.analysis import FileAnalysis, KernelInfo, analyze
+from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope
 from swzc.bench import KernelBench, bench_kernel
 from swzc.compile import CompileReport, compile_check
 from swzc.edits import rewrite
 from swzc.errors import ExitCode, SwzcError
-from swzc.evaluate import Value
+from swzc.evaluate import Dim3, Evaluator, Value, expression_of
 from swzc.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.patch import unified_patch
+from swzc.preprocess import CompileContext
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
@@ -47,6 +49,8 @@ class Options:
     declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
     notes: Mapping[int, str] = field(default_factory=dict)  # kernel index -> how its swizzle was chosen
     ranked: Mapping[int, Ranking | str] | None = None  # the L2 model's rankings, where already computed
+    context: CompileContext = field(default_factory=CompileContext)  # include folders and defines of the build
+    facts: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)  # launches given by hand or observed
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class RewriteResult:
     bench: tuple[KernelBench, ...] = ()
     benchmarked: bool = False
     syntax_errors: tuple[source.SyntaxIssue, ...] = ()  # parts of the input tree-sitter could not parse, tolerated
+    notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a missing header, a limit)
 
     @property
     def changed(self) -> bool:
@@ -88,25 +93,52 @@ class RewriteResult:
         return ExitCode.DECLINED
 
 
-def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value]:
-    """--set NAME=VALUE, VALUE an integer (or a float)."""
-    bound: dict[str, Value] = {}
+_TYPE_NAME = re.compile(r"[A-Za-z_][\w:]*(?:\s*<[\w\s:,<>]*>)?(?:\s+[A-Za-z_][\w:]*)*")
+
+
+def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]:
+    """--set NAME=VALUE: VALUE an integer, a float, or a type name (`DATA_TYPE=float`, `T=unsigned int`)."""
+    bound: dict[str, Value | str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        name = name.strip()
+        name, value = name.strip(), value.strip()
         if not sep or not name.isidentifier():
-            raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096")
+            raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096 or --set DATA_TYPE=float")
         try:
-            bound[name] = int(value.strip(), 0)
+            bound[name] = int(value, 0)
+            continue
         except ValueError:
-            try:
-                number = float(value.strip())
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number):
-                raise SwzcError(f"--set {pair!r}: VALUE must be a finite number") from None
-            bound[name] = number
+            pass
+        try:
+            number = float(value)
+        except ValueError:
+            if _TYPE_NAME.fullmatch(value) and value.lower() not in ("nan", "inf", "infinity"):
+                bound[name] = " ".join(value.split())
+                continue
+            raise SwzcError(f"--set {pair!r}: VALUE must be a number or a type name") from None
+        if not math.isfinite(number):
+            raise SwzcError(f"--set {pair!r}: VALUE must be a finite number")
+        bound[name] = number
     return bound
+
+
+def parse_launch_facts(grids: list[str] | tuple[str, ...], blocks: list[str] | tuple[str, ...]) -> dict[str, tuple[LaunchFact, ...]]:
+    """--grid KERNEL=X[,Y[,Z]] and --block KERNEL=X[,Y[,Z]]."""
+    sizes: dict[str, dict[str, Dim3]] = {}
+    for what, pairs in (("grid", grids), ("block", blocks)):
+        for pair in pairs:
+            kernel, sep, value = pair.partition("=")
+            parts = value.split(",")
+            if not sep or not kernel.strip().isidentifier() or not 1 <= len(parts) <= 3 or not all(p.strip().isdigit() for p in parts):
+                raise SwzcError(f"--{what} {pair!r}: expected KERNEL=X[,Y[,Z]], e.g. --{what} gemm=256,256")
+            dims = [int(p) for p in parts] + [1] * (3 - len(parts))
+            limits = (1 << 31, 1 << 16, 1 << 16) if what == "grid" else (1025, 1025, 65)
+            if not all(1 <= d < limit for d, limit in zip(dims, limits)):
+                raise SwzcError(f"--{what} {pair!r}: outside CUDA's limits for a {what}")
+            if what in sizes.get(kernel.strip(), {}):
+                raise SwzcError(f"--{what} is given twice for kernel {kernel.strip()}")
+            sizes.setdefault(kernel.strip(), {})[what] = (dims[0], dims[1], dims[2])
+    return {k: (LaunchFact(k, v.get("grid"), v.get("block")),) for k, v in sizes.items()}
 
 
 def parse_swizzle(text: str | None) -> SwizzleSpec | None:
@@ -122,14 +154,35 @@ def load_hw(name: str) -> HardwareModel:
     return hwmodels.load(name)
 
 
-def analyze_file(path: str, bindings: Mapping[str, Value] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
+def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
+                 facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
     src = source.load(path)
-    analysis = analyze(src, bindings or {})
+    analysis = analyze(src, bindings or {}, context, facts)
+    _check_bindings(src, analysis, bindings or {}, facts or {})
     if src.errors and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
         # parse errors, and no kernel clear of them: nothing in the file can be analysed
         more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
         raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT)
     return src, analysis
+
+
+def _check_bindings(src: source.SourceFile, analysis: FileAnalysis, bindings: Mapping[str, Value | str],
+                    facts: Mapping[str, tuple[LaunchFact, ...]]) -> None:
+    """A --set that contradicts what the file fixes, or a --grid for a kernel the file lacks, is an input error."""
+    scope = file_scope(src, bindings)
+    plain = replace(scope, user={})
+    for name, value in bindings.items():
+        if isinstance(value, str):
+            fixed: Value | str | None = plain.resolve_type(name)
+            fixed = None if fixed == name else fixed
+        else:
+            fixed = Evaluator(plain).value(expression_of(name))
+        if fixed is not None and fixed != value:
+            raise SwzcError(f"--set {name}={value} contradicts the file, where {name} is {fixed}")
+    names = {k.name for k in analysis.kernels}
+    for kernel in facts:
+        if kernel not in names:
+            raise SwzcError(f"--grid/--block name kernel {kernel}, which is not in {src.path} (kernels: {', '.join(sorted(names)) or 'none'})")
 
 
 def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel,
@@ -146,7 +199,7 @@ def _proof_text(proof: Proof) -> str:
 
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
-    src, analysis = analyze_file(path, options.bindings)
+    src, analysis = analyze_file(path, options.bindings, options.context, options.facts)
     if options.bench:
         return rewrite_benchmarked(src, analysis, options)
     return rewrite_source(src, analysis, options)
@@ -261,7 +314,8 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
 
     report = None
     if options.compile and edits:
-        report = compile_check(src.path, src.data, new_src.data, src.dialect, options.hw, options.compile_flags)
+        report = compile_check(src.path, src.data, new_src.data, src.dialect, options.hw,
+                               (*options.context.compile_flags(), *options.compile_flags))
         if report.status == "failed":
             raise SwzcError(
                 f"{src.path}: the rewritten file does not compile (the original does); nothing written.\n"
@@ -283,7 +337,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,
-                         syntax_errors=src.errors)
+                         syntax_errors=src.errors, notes=analysis.notes)
 
 
 def _describe(kernel: KernelInfo, proposal: Proposal) -> str:

@@ -126,7 +126,7 @@ def test_bad_swizzle(work, spec):
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("binding", ["N", "N=abc", "=5", "N=", "1N=3", "a-b=3", "N=nan", "N=inf", "N=-inf", "N=1e400"])
+@pytest.mark.parametrize("binding", ["N", "N=a+b", "N=(int)", "=5", "N=", "1N=3", "a-b=3", "N=nan", "N=inf", "N=-inf", "N=1e400", "TILE=8", "TILE=float"])
 def test_bad_set(work, binding):
     result = invoke("rewrite", "k.cu", "--set", binding, "--no-compile")
     assert result.exit_code == 2

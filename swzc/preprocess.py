@@ -1,0 +1,417 @@
+"""What the compiler would see: the file's preprocessor directives, in order, with the headers it includes.
+
+Sizes and element types often live in a local header (`#include "sizes.cuh"`) or behind a default
+(`#ifndef N` / `#define N 4096`), and the build passes `-I` and `-D` flags (on the command line or in a
+`compile_commands.json`).  This module walks the directives of the file in document order, follows
+`#include "…"` into headers found next to the including file or on the include path, evaluates `#if`,
+`#ifdef`, `#elif` and `#else` with the macros known at that point, and returns:
+
+- the macro table after the whole file (a macro defined differently on paths it cannot tell apart is
+  ambiguous: None);
+- the byte ranges of branches the compiler never takes, so that declarations there are not read;
+- the headers it followed, parsed, for their constants, enums and type aliases;
+- notes on what it could not follow (a missing header, a cycle, a limit reached).  Nothing here fails.
+
+Nothing is run: headers are read and parsed, never compiled.  A condition it cannot decide (one that
+reads `__CUDA_ARCH__`, say, which differs between the host and device passes) takes every branch and
+joins them.  An identifier no directive defines is 0 in `#if`, as in C, unless it looks like a name the
+compiler or a system header defines (`__…`, `_X…`, `CUDA…`, `HIP…`): then it is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tree_sitter import Node
+
+from swzc.evaluate import Budget, Evaluator, Macro, Scope, Value
+from swzc.source import SourceFile, load_bytes
+
+MAX_HEADERS = 256
+MAX_DEPTH = 32
+MAX_HEADER_BYTES = 8 << 20  # one header
+MAX_TOTAL_BYTES = 64 << 20  # all headers of one file
+MAX_COMPILE_COMMANDS_BYTES = 64 << 20
+
+# Defined by the compiler for every CUDA (or HIP) translation unit.
+_BUILTIN = {
+    "cuda": {"__CUDACC__": "1", "__NVCC__": "1", "__cplusplus": "201703L", "__linux__": "1"},
+    "hip": {"__HIPCC__": "1", "__HIP__": "1", "__cplusplus": "201703L", "__linux__": "1"},
+}
+# Undefined names in #if that the compiler, the device pass or a system header may define: unknown, not 0.
+_SYSTEM_NAME = re.compile(r"^(__|_[A-Z]|CUDA|CUDART|CUB|THRUST|HIP|NV|CUTLASS|CUTE|ROCM|HCC)")
+# Statement-level nodes may hold directives; expressions, declarations and strings never need a look.
+_LEAVES = re.compile(r"(_expression|argument_list|initializer_list|string_literal|_literal|declaration|"
+                     r"parameter_list|type_descriptor|comment|identifier|primitive_type|preproc_arg)$")
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class CompileContext:
+    """What the build adds to a file: include folders and -D/-U flags, and where they came from."""
+
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[tuple[str, str | None], ...] = ()  # (NAME, value text); value None: -U NAME
+    origin: str = ""  # e.g. "compile_commands.json in build/", for the summary
+
+    def compile_flags(self) -> tuple[str, ...]:
+        """The same folders and defines as flags for the compile check."""
+        flags = [f"-I{d}" for d in self.include_dirs]
+        flags += [f"-D{name}" if value == "1" else f"-D{name}={value}" for name, value in self.defines if value is not None]
+        flags += [f"-U{name}" for name, value in self.defines if value is None]
+        return tuple(flags)
+
+    def merged(self, other: CompileContext) -> CompileContext:
+        """This context with `other`'s folders and defines after it (the command line after the database)."""
+        return CompileContext(tuple(dict.fromkeys((*self.include_dirs, *other.include_dirs))), (*self.defines, *other.defines),
+                              ", ".join(o for o in (self.origin, other.origin) if o))
+
+
+@dataclass(frozen=True)
+class Header:
+    path: str  # resolved path
+    spelled: str  # as the #include wrote it
+    src: SourceFile
+    inactive: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Preprocessed:
+    macros: Mapping[str, Macro | None]
+    inactive: tuple[tuple[int, int], ...]  # byte ranges of the file in branches the compiler never takes
+    headers: tuple[Header, ...] = ()
+    notes: tuple[str, ...] = ()
+    bodies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # every body a macro had on a path taken
+
+    def active(self, node: Node) -> bool:
+        return not any(a <= node.start_byte and node.end_byte <= b for a, b in self.inactive)
+
+
+@dataclass
+class _State:
+    context: CompileContext
+    budget: Budget
+    headers: list[Header] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    total_bytes: int = 0
+    parsed: dict[str, SourceFile | None] = field(default_factory=dict)
+    bodies: dict[str, set[str]] = field(default_factory=dict)
+
+    def define(self, table: dict[str, Macro | None], name: str, macro: Macro) -> None:
+        """A #define.  Redefined differently without an #undef between, the macro has two values in one
+        file (nvcc only warns): ambiguous."""
+        table[name] = macro if name not in table or table[name] == macro else None
+        self.bodies.setdefault(name, set()).add(macro.body)
+
+
+def preprocess(src: SourceFile, context: CompileContext | None = None, budget: Budget | None = None) -> Preprocessed:
+    context = context or CompileContext()
+    state = _State(context, budget or Budget())
+    table: dict[str, Macro | None] = {name: Macro(None, value) for name, value in _BUILTIN[src.dialect].items()}
+    for name, value in context.defines:
+        if value is None:
+            table.pop(name, None)
+        else:
+            table[name] = Macro(None, value)
+    folder = os.path.dirname(os.path.abspath(src.path))
+    inactive: list[tuple[int, int]] = []
+    _walk(src.tree.root_node, table, inactive, state, folder, [os.path.abspath(src.path)])
+    if state.budget.exhausted:
+        state.notes.append("evaluation stopped at its work limit (deeply nested macros?); what it had not reached is unknown")
+    return Preprocessed(table, tuple(inactive), tuple(state.headers), tuple(dict.fromkeys(state.notes)),
+                        {name: tuple(sorted(bodies)) for name, bodies in state.bodies.items()})
+
+
+def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
+          stack: list[str]) -> None:
+    for child in node.children:
+        kind = child.type
+        if kind == "preproc_def":
+            state.define(table, _text(child.child_by_field_name("name")), Macro(None, _text(child.child_by_field_name("value")).strip()))
+        elif kind == "preproc_function_def":
+            params = child.child_by_field_name("parameters")
+            names = tuple(_text(p) for p in params.named_children if p.type == "identifier") if params else ()
+            state.define(table, _text(child.child_by_field_name("name")), Macro(names, _text(child.child_by_field_name("value")).strip()))
+        elif kind == "preproc_call":
+            if _text(child.child_by_field_name("directive")).strip() == "#undef":
+                table.pop(_text(child.child_by_field_name("argument")).strip(), None)
+        elif kind == "preproc_include":
+            path = child.child_by_field_name("path")
+            if path is not None and path.type == "string_literal":
+                _include(_text(path)[1:-1], table, state, folder, stack)
+        elif kind in ("preproc_if", "preproc_ifdef"):
+            _conditional(child, table, inactive, state, folder, stack)
+        elif not _LEAVES.search(kind) and child.child_count:
+            _walk(child, table, inactive, state, folder, stack)
+
+
+def _branches(node: Node) -> list[tuple[Node, Node | None]]:
+    """The chain #if/#elif/#else as (branch node, condition node or the #ifdef name); #else has None."""
+    chain = []
+    current: Node | None = node
+    while current is not None:
+        chain.append(current)
+        current = current.child_by_field_name("alternative")
+    return [(b, b.child_by_field_name("condition") or b.child_by_field_name("name")) for b in chain]
+
+
+def _conditional(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
+                 stack: list[str]) -> None:
+    possible: list[dict[str, Macro | None]] = []
+    decided = False
+    for branch, condition in _branches(node):
+        own_start = branch.start_byte
+        own_end = branch.child_by_field_name("alternative").start_byte if branch.child_by_field_name("alternative") else branch.end_byte
+        truth = None if decided else _truth(branch, condition, table, state)
+        if decided or truth is False:
+            inactive.append((own_start, own_end))
+            continue
+        fork = dict(table)
+        _walk_branch(branch, fork, inactive, state, folder, stack)
+        possible.append(fork)
+        if truth is True:
+            decided = True
+    if not decided:
+        possible.append(dict(table))  # no branch taken at all
+    table.clear()
+    table.update(_join(possible))
+
+
+def _walk_branch(branch: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
+                 stack: list[str]) -> None:
+    """The statements of one branch, without its #elif/#else alternative (walked as its own branch)."""
+    alternative = branch.child_by_field_name("alternative")
+    condition = branch.child_by_field_name("condition") or branch.child_by_field_name("name")
+    for child in branch.children:
+        if child == alternative or child == condition:
+            continue
+        _walk(_Single(child), table, inactive, state, folder, stack)  # type: ignore[arg-type]
+
+
+class _Single:
+    """A node seen as the only child of a parent, so that _walk handles it like any other."""
+
+    def __init__(self, node: Node) -> None:
+        self.children = [node]
+
+
+def _join(tables: list[dict[str, Macro | None]]) -> dict[str, Macro | None]:
+    if len(tables) == 1:
+        return tables[0]
+    joined: dict[str, Macro | None] = {}
+    for name in {k for t in tables for k in t}:
+        values = [t.get(name, _ABSENT) for t in tables]
+        if all(v == values[0] for v in values):
+            if values[0] is not _ABSENT:
+                joined[name] = values[0]  # type: ignore[assignment]
+        else:
+            joined[name] = None  # defined differently, or only on some paths: ambiguous
+    return joined
+
+
+def _truth(branch: Node, condition: Node | None, table: Mapping[str, Macro | None], state: _State) -> bool | None:
+    directive = _text(branch.children[0]).strip() if branch.children else ""
+    if directive == "#else":
+        return True
+    if condition is None:
+        return None
+    if directive in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
+        known = _defined(_text(condition), table)
+        return None if known is None else known == (directive in ("#ifdef", "#elifdef"))
+    value = _ConditionEvaluator(Scope(macros=table, budget=state.budget)).value(condition)
+    return None if value is None else bool(value)
+
+
+def _defined(name: str, table: Mapping[str, Macro | None]) -> bool | None:
+    if name in table:
+        return None if table[name] is None else True
+    return None if _SYSTEM_NAME.match(name) else False
+
+
+class _ConditionEvaluator(Evaluator):
+    """#if arithmetic: `defined X`, macros expanded, undefined identifiers 0 (or unknown, see _SYSTEM_NAME)."""
+
+    @property
+    def table(self) -> Mapping[str, Macro | None]:
+        return self.scope.macros
+
+    def _value(self, node: Node, depth: int) -> Value | None:  # type: ignore[override]
+        if node.type == "preproc_defined":
+            names = [c for c in node.named_children if c.type == "identifier"]
+            known = _defined(_text(names[0]), self.table) if names else None
+            return None if known is None else int(known)
+        return super()._value(node, depth)
+
+    def _name(self, name: str, depth: int) -> Value | None:  # type: ignore[override]
+        if name in ("true", "false"):
+            return int(name == "true")
+        if self.scope.find(name) is None and name not in self.table:
+            return None if _SYSTEM_NAME.match(name) else 0
+        return super()._name(name, depth)  # type: ignore[return-value]
+
+
+def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder: str, stack: list[str]) -> None:
+    where = stack[-1]
+    path = _find_header(spelled, folder, state.context.include_dirs)
+    if path is None:
+        state.notes.append(f"header \"{spelled}\" (included from {_short(where)}) not found; macros and constants in it are unknown")
+        return
+    if path in stack:
+        state.notes.append(f"header \"{spelled}\" includes itself through {' -> '.join(_short(p) for p in stack[stack.index(path):])}; not followed again")
+        return
+    if len(stack) > MAX_DEPTH or len(state.headers) >= MAX_HEADERS:
+        state.notes.append(f"header \"{spelled}\" not followed: more than {MAX_DEPTH} levels or {MAX_HEADERS} headers")
+        return
+    if path not in state.parsed:
+        state.parsed[path] = _read_header(path, spelled, state)
+    header = state.parsed[path]
+    if header is None:
+        return
+    inactive: list[tuple[int, int]] = []
+    _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
+    state.headers.append(Header(path, spelled, header, tuple(inactive)))
+
+
+def _find_header(spelled: str, folder: str, include_dirs: tuple[str, ...]) -> str | None:
+    for base in (folder, *include_dirs):
+        candidate = os.path.abspath(os.path.join(base, spelled))
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def _read_header(path: str, spelled: str, state: _State) -> SourceFile | None:
+    data = read_regular_file(path, MAX_HEADER_BYTES)
+    if isinstance(data, str):
+        state.notes.append(f"header \"{spelled}\" ({path}) not read: {data}")
+        return None
+    if state.total_bytes + len(data) > MAX_TOTAL_BYTES:
+        state.notes.append(f"header \"{spelled}\" not read: the headers of this file pass {MAX_TOTAL_BYTES >> 20} MiB")
+        return None
+    state.total_bytes += len(data)
+    return load_bytes(path, data)
+
+
+def read_regular_file(path: str, limit: int) -> bytes | str:
+    """The bytes of a regular file of at most `limit` bytes, or why not (a FIFO or device never blocks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > limit:
+            return f"larger than {limit} bytes"
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:
+                return f"larger than {limit} bytes"
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.close(fd)
+
+
+def _short(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "surrogateescape")
+
+
+# ---- compile_commands.json ------------------------------------------------------------------------------
+
+
+def find_compile_commands(path: str, where: str | None = None) -> Path | None:
+    """`where`/compile_commands.json when given (a folder, as clang-tidy's -p), else the first one found in
+    the file's folder or a folder above it."""
+    if where is not None:
+        candidate = Path(where)
+        return candidate if candidate.is_file() else candidate / "compile_commands.json"
+    folder = Path(path).resolve().parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / "compile_commands.json").is_file():
+            return candidate / "compile_commands.json"
+    return None
+
+
+def context_from_database(database: Path, path: str) -> tuple[CompileContext, list[str]]:
+    """The include folders and defines the database gives for `path` (never run), and notes."""
+    data = read_regular_file(str(database), MAX_COMPILE_COMMANDS_BYTES)
+    if isinstance(data, str):
+        return CompileContext(), [f"{database}: not read: {data}"]
+    try:
+        entries = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as exc:
+        return CompileContext(), [f"{database}: not valid JSON ({exc}); ignored"]
+    if not isinstance(entries, list):
+        return CompileContext(), [f"{database}: not a list of entries; ignored"]
+    target = os.path.realpath(path)
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            continue
+        directory = entry.get("directory") if isinstance(entry.get("directory"), str) else str(database.parent)
+        if os.path.realpath(os.path.join(directory, entry["file"])) != target:
+            continue
+        args = entry.get("arguments")
+        if not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+            try:
+                args = shlex.split(entry.get("command", "")) if isinstance(entry.get("command"), str) else []
+            except ValueError:
+                return CompileContext(), [f"{database}: the command for {entry['file']} cannot be split; ignored"]
+        context = context_from_flags(args, directory)
+        return CompileContext(context.include_dirs, context.defines, f"{database}"), []
+    return CompileContext(), [f"{database}: no entry for {path}"]
+
+
+_FLAGS = {"-I": "include", "-isystem": "include", "-iquote": "include", "-idirafter": "include", "--include-path": "include",
+          "-D": "define", "--define-macro": "define", "-U": "undefine", "--undefine-macro": "undefine"}
+
+
+def context_from_flags(args: list[str], directory: str = ".") -> CompileContext:
+    """-I/-isystem/--include-path folders and -D/-U defines of a compiler command line (`-Ifoo`, `-I foo`,
+    `--include-path=foo` alike); every other argument is passed over."""
+    includes: list[str] = []
+    defines: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg in _FLAGS and i < len(args):
+            kind, value = _FLAGS[arg], args[i]
+            i += 1
+        elif arg.startswith("--") and arg.partition("=")[0] in _FLAGS:
+            kind, value = _FLAGS[arg.partition("=")[0]], arg.partition("=")[2]
+        elif arg[:2] in ("-I", "-D", "-U") and len(arg) > 2:
+            kind, value = _FLAGS[arg[:2]], arg[2:]
+        elif arg.startswith(("-isystem", "-iquote", "-idirafter")):
+            kind, value = "include", arg[len(next(f for f in ("-isystem", "-iquote", "-idirafter") if arg.startswith(f))):]
+        else:
+            continue
+        if kind == "include":
+            includes.append(os.path.normpath(os.path.join(directory, value)))
+        elif kind == "define":
+            name, sep, text = value.partition("=")
+            defines.append((name, text if sep else "1"))
+        else:
+            defines.append((value, None))
+    return CompileContext(tuple(dict.fromkeys(includes)), tuple(defines))
