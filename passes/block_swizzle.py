@@ -103,11 +103,14 @@ def settle(analysis: FileAnalysis, proposals: Mapping[int, Proposal]) -> tuple[d
     """Keep a proposal only if every helper it rewrites is reached by kernels rewritten the same way."""
     kept = dict(proposals)
     refused: list[Decision] = []
+    index_of: dict[str, list[int]] = {}
+    for i, k in enumerate(analysis.kernels):
+        index_of.setdefault(k.name, []).append(i)
     changed = True
     while changed:
         changed = False
         for helper, callers in analysis.callers.items():
-            indices = [i for i, k in enumerate(analysis.kernels) if k.name in callers]
+            indices = sorted(i for name in set(callers) for i in index_of.get(name, ()))
             ways = {(kept[i].spec, kept[i].adapter) if i in kept else None for i in indices}
             if len(ways) <= 1 and None not in ways:
                 continue

@@ -371,12 +371,24 @@ def _top_level(root: Node, inactive: tuple[tuple[int, int], ...]) -> Iterator[No
             stack.extend(reversed(node.children))
 
 
-def local_scope(function: Node, at: int, outer: Scope) -> Scope:
-    """Locals of `function` whose value at byte `at` is fixed by one visible definition."""
-    body = function.child_by_field_name("body")
-    if body is None:
-        return outer
-    defs: dict[str, list[tuple[Node, Node | None, str]]] = {}  # name -> (statement, value, how)
+@dataclass(frozen=True)
+class _LocalIndex:
+    """Every definition of a local in one function body, walked once per function."""
+
+    body: Node
+    defs: Mapping[str, list[tuple[Node, Node | None, str]]]  # name -> (statement, value, how), in order
+    ctor_args: Mapping[tuple[int, str], list[Node | None]]
+    spoiled: frozenset[str]  # changed other than by `x = …` (x += …, x++, &x, cin >> x)
+
+
+_LOCAL_INDEX: dict[Node, _LocalIndex] = {}
+
+
+def _local_index(function: Node, body: Node) -> _LocalIndex:
+    found = _LOCAL_INDEX.get(function)
+    if found is not None:
+        return found
+    defs: dict[str, list[tuple[Node, Node | None, str]]] = {}
     ctor_args: dict[tuple[int, str], list[Node | None]] = {}
     spoiled: set[str] = set()
     for node in walk(body):
@@ -414,38 +426,83 @@ def local_scope(function: Node, at: int, outer: Scope) -> Scope:
             spoiled.add(text(_strip(node.child_by_field_name("argument"))))
         elif node.type == "binary_expression" and text(node.child_by_field_name("operator")) == ">>" and text(node.child_by_field_name("left")).endswith("cin"):
             spoiled.add(text(node.child_by_field_name("right")))
-    enclosing = _ancestors_of_byte(body, at)
-    names: dict[str, Node | Value | Dim3 | _Dim3Parts] = {}
-    for name, found in defs.items():
-        if name in spoiled:
-            continue
+    if len(_LOCAL_INDEX) > 4096:
+        _LOCAL_INDEX.clear()
+    index = _LocalIndex(body, defs, ctor_args, frozenset(spoiled))
+    _LOCAL_INDEX[function] = index
+    return index
+
+
+class _LocalNames(Mapping):
+    """The locals visible at byte `at` with one fixed value, looked up name by name: a scope per launch
+    costs what its expressions name, not the size of the function."""
+
+    def __init__(self, index: _LocalIndex, at: int) -> None:
+        self.index = index
+        self.at = at
+        self.found: dict[str, object] = {}
+        self._enclosing: set[Node] | None = None
+
+    def __getitem__(self, name: str) -> Node | Value | Dim3 | _Dim3Parts:
+        if name not in self.found:
+            self.found[name] = self._resolve(name)
+        value = self.found[name]
+        if value is None:
+            raise KeyError(name)
+        return value  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self.index.defs if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def _resolve(self, name: str) -> Node | Value | Dim3 | _Dim3Parts | None:
+        found, at, body = self.index.defs.get(name), self.at, self.index.body
+        if not found or name in self.index.spoiled:
+            return None
+        if self._enclosing is None:
+            self._enclosing = _ancestors_of_byte(body, at)
         before = [d for d in found if d[0].end_byte <= at or d[2] == "init" and d[0].start_byte <= at]
         if len(before) != len(found) and any(_inside_loop_with(d[0], at, body) for d in found):
-            continue  # redefined later inside a loop that also runs the use: not one value
-        if not before or any(_block_of(d[0]) not in enclosing for d in before):
-            continue  # defined conditionally, or not before the use
+            return None  # redefined later inside a loop that also runs the use: not one value
+        if not before or any(_block_of(d[0]) not in self._enclosing for d in before):
+            return None  # defined conditionally, or not before the use
         if any(_inside_loop_with(d[0], at, body) and d[2] != "init" for d in before):
-            continue
+            return None
         last_whole = max((i for i, d in enumerate(before) if not d[2].startswith("field:")), default=None)
         if last_whole is None:
-            continue
+            return None
         stmt, value, how = before[last_whole]
         fields_after = [d for d in before[last_whole + 1 :] if d[2].startswith("field:")]
         if how == "dim3" or how.startswith("dim3:") or fields_after:
             parts: list[Node | None] = [None, None, None]
             if how.startswith("dim3:"):
-                args = ctor_args[stmt.start_byte, name]
+                args = self.index.ctor_args[stmt.start_byte, name]
                 if any(a is None for a in args):
-                    continue
+                    return None
                 parts[: len(args)] = args
             for _, fvalue, fhow in fields_after:
                 axis = fhow.split(":")[1]
                 if axis in ("x", "y", "z"):
                     parts["xyz".index(axis)] = fvalue
-            names[name] = _Dim3Parts(value, (parts[0], parts[1], parts[2]))
-        elif value is not None:
-            names[name] = value
-    return outer.child(names)  # type: ignore[arg-type]
+            return _Dim3Parts(value, (parts[0], parts[1], parts[2]))
+        return value
+
+
+def local_scope(function: Node, at: int, outer: Scope) -> Scope:
+    """Locals of `function` whose value at byte `at` is fixed by one visible definition."""
+    body = function.child_by_field_name("body")
+    if body is None:
+        return outer
+    return outer.child(_LocalNames(_local_index(function, body), at))  # type: ignore[arg-type]
 
 
 _CONDITIONAL = frozenset({"if_statement", "else_clause", "for_statement", "for_range_loop", "while_statement",
@@ -876,6 +933,9 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             calls.setdefault(name, set()).update(_calls(function, device))
 
     launches = [found for found in _launches(src, scope, kernels) if pre.active(found[1])]
+    launches_of: dict[str, list] = {}
+    for found in launches:
+        launches_of.setdefault(found[0], []).append(found)
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}
     for function, item in kernel_list:
@@ -891,7 +951,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             for hfunc, _ in device[h]:
                 hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile, helper_grid.get(h, []))
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
-                 *((node.start_byte, node.end_byte) for kname, node, *_ in launches if kname == name)]
+                 *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         hazards += _syntax_hazards(src, spans)
         header = src.data[function.start_byte : body.start_byte]
         if b"__cluster_dims__" in header:
@@ -909,9 +969,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             decode = Decode(" ".join(text(divisor).split()), splice, tuple(decode_lines))
         params, tparams = parameters(function)
         mine = []
-        for kname, _, record, targs, kargs, host in launches:
-            if kname != name:
-                continue
+        for kname, _, record, targs, kargs, host in launches_of.get(name, ()):
             if "Cooperative" in record.api:
                 hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid",
                                       "cooperative-launch"))

@@ -39,16 +39,19 @@ def overlapping(edits: list[Edit]) -> tuple[Edit, Edit] | None:
 
 
 def apply_edits(data: bytes, edits: list[Edit]) -> bytes:
-    """Apply non-overlapping edits back to front; an overlap is a bug in a pass and is refused."""
+    """Apply non-overlapping edits in one pass; an overlap is a bug in a pass and is refused."""
     clash = overlapping(edits)
     if clash is not None:
         raise SwzcError(f"internal: overlapping edits {clash[0]} and {clash[1]}", ExitCode.CHECK_FAILED)
     if any(edit.end > len(data) for edit in edits):
         raise SwzcError("internal: an edit reaches past the end of the file", ExitCode.CHECK_FAILED)
-    out = data
-    for edit in sorted(edits, reverse=True):
-        out = out[: edit.start] + edit.text + out[edit.end :]
-    return out
+    pieces = []
+    at = 0
+    for edit in sorted(edits):
+        pieces += [data[at : edit.start], edit.text]
+        at = edit.end
+    pieces.append(data[at:])
+    return b"".join(pieces)
 
 
 def moved(edits: list[Edit], at: int, before: bool = True) -> int:
