@@ -882,10 +882,20 @@ def parameter_list(function: Node) -> list[Parameter]:
     return found
 
 
+_DEFINITIONS: dict[int, tuple[SourceFile, dict[tuple[str, int], Node]]] = {}
+
+
 def kernel_function(src: SourceFile, kernel: KernelInfo) -> Node | None:
-    """The definition a KernelInfo was made from."""
-    return next((f for f, _ in functions(src.tree.root_node)
-                 if function_name(f) == kernel.name and f.start_point.row + 1 == kernel.line), None)
+    """The definition a KernelInfo was made from (the file's functions are indexed once)."""
+    cached = _DEFINITIONS.get(id(src))
+    if cached is None or cached[0] is not src:
+        if len(_DEFINITIONS) > 64:
+            _DEFINITIONS.clear()
+        index: dict[tuple[str, int], Node] = {}
+        for f, _ in functions(src.tree.root_node):
+            index.setdefault((function_name(f), f.start_point.row + 1), f)
+        cached = _DEFINITIONS[id(src)] = (src, index)
+    return cached[1].get((kernel.name, kernel.line))
 
 
 def parameters(function: Node) -> tuple[list[str], list[str]]:

@@ -46,16 +46,25 @@ static uint3 apply(int which, unsigned bx, unsigned by, unsigned bz, unsigned gx
 }
 
 // stdin: lines "p which gx gy gz n" (prove: one line out, "ok <identity 0/1>" or "fail <why>") or
-// "d which gx gy gz n" (dump: the mapped (x, y, z) of every block in dispatch order, as raw uint32).
+// "d which gx gy gz n" (dump: the mapped (x, y, z) of the blocks in dispatch order, as raw uint32: the
+// first `limit` of them, the number given by a line "l limit" before, else all).
 int main() {
   char cmd; int which; unsigned gx, gy, gz, n;
-  while (std::scanf(" %%c %%d %%u %%u %%u %%u", &cmd, &which, &gx, &gy, &gz, &n) == 6) {
+  unsigned long long limit = ~0ull;
+  while (std::scanf(" %%c", &cmd) == 1) {
+    if (cmd == 'l') {
+      if (std::scanf("%%llu", &limit) != 1) return 2;
+      continue;
+    }
+    if (std::scanf("%%d %%u %%u %%u %%u", &which, &gx, &gy, &gz, &n) != 5) return 2;
     if (cmd == 'd') {
       std::vector<unsigned> out;
-      out.reserve((size_t)gx * gy * gz * 3);
+      const unsigned long long total = (unsigned long long)gx * gy * gz;
+      out.reserve((size_t)(total < limit ? total : limit) * 3);
+      unsigned long long emitted = 0;
       for (unsigned bz = 0; bz < gz; ++bz)
         for (unsigned by = 0; by < gy; ++by)
-          for (unsigned bx = 0; bx < gx; ++bx) {
+          for (unsigned bx = 0; bx < gx && emitted < limit; ++bx, ++emitted) {
             const uint3 r = apply(which, bx, by, bz, gx, gy, n);
             out.push_back(r.x);
             out.push_back(r.y);
@@ -207,16 +216,17 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
     return proofs
 
 
-def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape) -> list[np.ndarray]:
-    """For each (spec, adapter): the block each dispatch position runs, as an array of (x, y, z) rows.
+def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape, limit: int | None = None) -> list[np.ndarray]:
+    """For each (spec, adapter): the block each dispatch position runs, as an array of (x, y, z) rows (the
+    first `limit` positions, where given).
 
     Computed by the same compiled C++ the prover runs, so the model ranks exactly what is spliced in."""
     distinct = tuple(dict.fromkeys(uses))
     binary = build_prover(distinct)
     gx, gy, gz, n = shape
-    request = "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
+    blocks = gx * gy * gz if limit is None else min(limit, gx * gy * gz)
+    request = (f"l {blocks}\n" if limit is not None else "") + "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
     run = subprocess.run([str(binary)], input=request.encode(), capture_output=True)
-    blocks = gx * gy * gz
     data = np.frombuffer(run.stdout, dtype=np.uint32)
     if run.returncode != 0 or data.size != 3 * blocks * len(uses):
         raise SwzcError(f"the swizzle prover {binary} failed to list block orders", ExitCode.CHECK_FAILED)

@@ -9,9 +9,9 @@ declined) unless the best candidate raises the predicted hit rate by `MARGIN_POI
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from swzc.analysis import KernelInfo
+from swzc.analysis import KernelInfo, kernel_function
 from swzc.evaluate import Value
 from swzc.footprint import Footprint, footprint
 from swzc.hw import HardwareModel
@@ -22,6 +22,9 @@ from swzc.swizzles import Step, SwizzleSpec
 
 MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
 GROUPS = (2, 4, 8, 16, 32, 64)
+# A larger grid is modelled over its first MAX_MODEL_BLOCKS dispatch positions: every candidate has reached
+# its steady pattern by then (a group, a panel band, a column run), and the cost per kernel stays bounded.
+MAX_MODEL_BLOCKS = 1 << 16
 PANELS = (4, 8)
 
 
@@ -57,7 +60,7 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
         return "no launch in this file fixes the grid (use --set)"
-    fp = footprint(src, kernel, index, user)
+    fp = _footprint(src, kernel, index, user)
     if isinstance(fp, str):
         return fp
     if not any(not a.write for a in fp.accesses):
@@ -66,9 +69,53 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     launch = kernel.launches[index]
     divisor = launch.divisor or 0
     specs = specs if specs is not None else candidates(kernel.adapter, fp.tiles, hw)
-    maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, divisor))
+    key = (_shape_key(fp), kernel.adapter, divisor, hw, tuple(specs))
+    if key in _RANKED:  # a kernel of the same shape was ranked already: the same numbers
+        return replace(_RANKED[key], footprint=fp)
+    ranking = _rank(fp, kernel.adapter, divisor, hw, specs)
+    if len(_RANKED) > 256:
+        _RANKED.clear()
+    _RANKED[key] = ranking
+    return ranking
+
+
+_RANKED: dict[tuple, Ranking] = {}
+_FOOTPRINTS: dict[tuple, tuple[SourceFile, Footprint, int]] = {}
+
+
+def _footprint(src: SourceFile, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
+    """The kernel's footprint, shared with kernels of the same file whose definitions differ only in their
+    name and that are launched the same way (generated code repeats kernels)."""
+    function = kernel_function(src, kernel)
+    if function is None:
+        return footprint(src, kernel, index, user)
+    text = src.data[function.start_byte : function.end_byte].replace(kernel.name.encode(), b"\0")
+    launch = replace(kernel.launches[index], kernel="", line=0, grid_text="", block_text="", api="")
+    key = (id(src), text, launch, kernel.adapter, kernel.decode is not None, kernel.tile_loop is not None,
+           tuple(sorted((k, repr(v)) for k, v in (user or {}).items())))
+    cached = _FOOTPRINTS.get(key)
+    if cached is not None and cached[0] is src:  # the same definition further down: move its lines
+        fp, line = cached[1], cached[2]
+        return replace(fp, kernel=kernel.name, accesses=tuple(replace(a, line=a.line + kernel.line - line) for a in fp.accesses))
+    fp = footprint(src, kernel, index, user)
+    if isinstance(fp, Footprint) and not fp.unknown:  # messages name lines: only a clean footprint is shared
+        if len(_FOOTPRINTS) > 4096:
+            _FOOTPRINTS.clear()
+        _FOOTPRINTS[key] = (src, fp, kernel.line)
+    return fp
+
+
+def _shape_key(fp: Footprint) -> tuple:
+    """What the model's numbers depend on: the grid, the block and every stream's shape (not the names)."""
+    streams = sorted((a.write, a.elem_bytes, a.block_bytes, a.sectors.tobytes()) for a in fp.accesses)
+    return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown)
+
+
+def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec]) -> Ranking:
+    maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
     model = L2Model(fp, hw)
-    predictions = sorted((model.predict(s.name, order, kernel.adapter, divisor) for s, order in zip(specs, maps)),
+    scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
+    predictions = sorted((_scaled(model.predict(s.name, order, adapter, divisor), scale) for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
@@ -80,6 +127,14 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
     return Ranking(fp, tuple(predictions), best.candidate, reason)
+
+
+def _scaled(p: Prediction, scale: float) -> Prediction:
+    """A prediction over the first dispatch positions, as totals for the whole grid."""
+    if scale == 1.0:
+        return p
+    return replace(p, dram_bytes=p.dram_bytes * scale, requests=int(round(p.requests * scale)),
+                   read_misses=int(round(p.read_misses * scale)))
 
 
 def _mb(p: Prediction) -> str:
