@@ -7,11 +7,8 @@ rewritten the same way.  The swizzle functions go in once, before the first rewr
 
 Choice without ``--swizzle``: the L2 model's best candidate (swzc.rank), or a decline when none cuts the
 predicted DRAM traffic by the margin.  Where the model cannot rank (the grid or the footprint is not
-known), the default rule:
-
-- a tile grid (a 2D grid, or a 1D grid the kernel decodes into tiles): ``grouped:8``, preceded by
-  ``xcd:N`` on a GPU whose N chiplets each have their own L2 (``xcd:8+grouped:8`` on MI300X);
-- a 1D grid with no tile structure: ``xcd:N`` on a chiplet GPU, otherwise declined (nothing to regroup).
+known), nothing is rewritten blind: the kernel is left ``unranked``, with the candidates of the family
+that are proven for it and what would settle the choice (a GPU run measures the family's spread).
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from swzc.hw import HardwareModel
 from swzc.rank import Ranking
 from swzc.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
 
-DEFAULT_GROUP = 8
 LIBRARY_HEADER = "// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.\n"
 
 
@@ -35,22 +31,27 @@ class Proposal:
     spec: SwizzleSpec
     adapter: str
     shapes: tuple[Shape, ...] | None  # None: the file does not fix the grid
-    note: str = ""  # how it was chosen (the L2 model's numbers, or why the default rule was used)
+    note: str = ""  # how it was chosen (the L2 model's numbers, or the measured result)
 
 
 @dataclass(frozen=True)
 class Decision:
     kernel: int
-    status: str  # "refused", "declined" or "untouched"
+    status: str  # "refused", "declined", "unranked" (safe, but nothing chose an order) or "untouched"
     reason: str
 
 
-def default_spec(kernel: KernelInfo, hw: HardwareModel) -> SwizzleSpec | None:
-    """The rule used when the L2 model cannot rank (no known grid, or no footprint it can follow)."""
+def family(kernel: KernelInfo, hw: HardwareModel) -> list[SwizzleSpec]:
+    """The built-in family spread over its kinds, for a kernel the model cannot rank: a GPU run measures
+    them in this order (as many as it has iterations), so a few tries already cover grouping of several
+    heights, a space-filling order and the transposed raster.  On a chiplet GPU each goes after the chiplet
+    remap; a 1D grid with no tiles gets the chiplet remap alone, or nothing on a monolithic GPU."""
     chiplet = (Step("xcd", hw.chiplets),) if hw.chiplets > 1 else ()
     if kernel.adapter == "linear":
-        return SwizzleSpec(chiplet) if chiplet else None
-    return SwizzleSpec((*chiplet, Step("grouped", DEFAULT_GROUP)))
+        return [SwizzleSpec(chiplet)] if chiplet else []
+    orders = [(Step("grouped", 8),), (Step("hilbert", 8),), (Step("colmajor"),), (Step("grouped", 32),),
+              (Step("grouped", 4),), (Step("hilbert", 4),), (Step("grouped", 16),), (Step("grouped", 64),)]
+    return [SwizzleSpec((*chiplet, *order)) for order in orders]
 
 
 def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
@@ -73,7 +74,7 @@ def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
 
 def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: SwizzleSpec | None,
             ranked: Ranking | str | None = None) -> Proposal | Decision:
-    """A swizzle for the kernel: the requested one, else the L2 model's pick, else the default rule."""
+    """A swizzle for the kernel: the requested one, else the L2 model's pick; never a blind default."""
     refused = refusal(analysis, index)
     if refused is not None:
         return refused
@@ -85,12 +86,11 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
         if ranked.chosen is None:
             return Decision(index, "declined", ranked.reason)
         spec, note = parse_spec(ranked.chosen), ranked.reason
+    elif not family(kernel, hw):
+        return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are "
+                        "no tiles to regroup")
     else:
-        spec = default_spec(kernel, hw)
-        note = f"not ranked ({ranked}); chosen by the default rule" if ranked else ""
-        if spec is None:
-            return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are "
-                            "no tiles to regroup")
+        return Decision(index, "unranked", f"not ranked: {ranked or 'the L2 model has no launch of it to rank'}")
     if spec.is_identity:
         return Decision(index, "declined", "identity: nothing to change")
     if spec.needs_tiles and kernel.adapter == "linear":

@@ -37,9 +37,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CODES = """\b
 Exit codes:
-  0  rewritten, or nothing to do (no kernel reads the block index)
-  1  every kernel that reads the block index was refused or declined
-  2  bad input: unreadable file, syntax error, unknown --hw, bad --swizzle or --set, --bench without a GPU
+  0  rewritten (analyze: would rewrite), or nothing to do (no kernel reads the block index)
+  1  every kernel that reads the block index was refused, declined or left unranked
+  2  bad input: unreadable file, no kernel clear of syntax errors, unknown --hw, bad --swizzle, --set or --grid,
+     --bench without a GPU
   3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written"""
 
 
@@ -331,6 +332,9 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool, i
     else:
         click.echo("\n".join([_analysis_text(analysis, hw.name, records), *_syntax_lines(src.path, src.errors),
                               *(f"  note: {n}" for n in notes)]))
+    # as `rewrite` would end: 1 when kernels read the block index and none would be rewritten
+    if any(r["status"] in ("refused", "declined", "unranked") for r in records) and not any(r["status"] == "candidate" for r in records):
+        sys.exit(int(ExitCode.DECLINED))
 
 
 def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:

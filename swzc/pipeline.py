@@ -35,7 +35,7 @@ EXPLORE = "colmajor"  # the one candidate the loop measures when the model predi
 @dataclass(frozen=True)
 class Options:
     hw: HardwareModel
-    swizzle: SwizzleSpec | None = None  # None: the pass's documented default rule
+    swizzle: SwizzleSpec | None = None  # None: the L2 model's choice (or the measured one with bench)
     bindings: Mapping[str, Value] = field(default_factory=dict)
     compile: bool = True
     compile_flags: tuple[str, ...] = ()
@@ -57,13 +57,13 @@ class Options:
 class KernelOutcome:
     name: str
     line: int
-    status: str  # "rewritten", "refused", "declined", "untouched"
+    status: str  # "rewritten", "refused", "declined", "unranked", "untouched"
     reason: str
     swizzle: str | None = None
     adapter: str | None = None
     grids: tuple[tuple[int, int, int, int], ...] = ()
     proof: str = ""
-    chosen_by: str = ""  # the L2 model's numbers, or why the default rule chose
+    chosen_by: str = ""  # the L2 model's numbers, or the measured result
     candidates: tuple[tuple[str, float, float], ...] = ()  # (name, predicted L2 hit %, predicted DRAM bytes)
 
 
@@ -88,7 +88,7 @@ class RewriteResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        if self.changed or not any(o.status in ("refused", "declined") for o in self.outcomes):
+        if self.changed or not any(o.status in ("refused", "declined", "unranked") for o in self.outcomes):
             return ExitCode.OK
         return ExitCode.DECLINED
 
@@ -235,12 +235,12 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
                 floor = ranking.identity.l2_hit_rate
                 candidates = [(p.candidate, p.l2_hit_rate) for p in ranking.predictions
                               if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
-        else:
-            fallback = block_swizzle.default_spec(analysis.kernels[index], options.hw)
-            if fallback is None:  # the pass says why nothing applies
+        else:  # the model cannot rank: measure a spread of the family, not one default
+            spread = block_swizzle.family(analysis.kernels[index], options.hw)
+            if not spread:  # the pass says why nothing applies
                 declined[index] = block_swizzle.propose(analysis, index, options.hw, None, ranking).reason  # type: ignore[union-attr]
                 continue
-            candidates = [(fallback.name, None)]
+            candidates = [(spec.name, None) for spec in spread[: options.max_iterations]]
 
         def rewrite_one(spec: SwizzleSpec, index: int = index) -> bytes:
             single = replace(options, bench=False, compile=False, only={index: spec}, declined={}, notes={})
@@ -304,6 +304,9 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
                 decisions[index] = Decision(index, "declined", f"{proof.spec} leaves every block in place on grid {shapes}")
                 del proposals[index]
 
+    unranked = [i for i, d in decisions.items() if d.status == "unranked"]
+    if unranked:
+        decisions.update(_unranked(src, analysis, options, unranked, decisions))
     accepted, refused = block_swizzle.settle(analysis, proposals)
     for decision in refused:
         decisions[decision.kernel] = decision
@@ -338,6 +341,26 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,
                          syntax_errors=src.errors, notes=analysis.notes)
+
+
+def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, indices: list[int],
+              decisions: Mapping[int, Decision]) -> dict[int, Decision]:
+    """Kernels nothing chose an order for: which of the family are proven for them, and the command that
+    would settle the choice (the launch sizes the model needs, or a GPU run)."""
+    jobs = [(index, spec) for index in indices for spec in block_swizzle.family(analysis.kernels[index], options.hw)]
+    proofs = prove([(spec, analysis.kernels[i].adapter, analysis.kernels[i].shapes) for i, spec in jobs])
+    out = {}
+    for index in indices:
+        kernel = analysis.kernels[index]
+        proven = [proof.spec for (i, _), proof in zip(jobs, proofs) if i == index and proof.ok and not proof.identity]
+        where = "its grid" if kernel.shapes else "sample grids (its grid is not known)"
+        if not any(la.grid is not None and la.block is not None for la in kernel.launches):
+            settle = f"swzc rewrite {src.path} --grid {kernel.name}=X,Y --block {kernel.name}=X,Y (or --bench-cmd to observe a run)"
+        else:
+            settle = f"swzc rewrite {src.path} --bench (on a GPU: measures {', '.join(proven[: options.max_iterations])})"
+        out[index] = Decision(index, "unranked", f"{decisions[index].reason}; nothing is rewritten blind. Proven on {where}: "
+                              f"{', '.join(proven) or 'none'}. To choose: {settle}, or force one with --swizzle")
+    return out
 
 
 def _describe(kernel: KernelInfo, proposal: Proposal) -> str:

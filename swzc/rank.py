@@ -59,7 +59,7 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot."""
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
-        return "no launch in this file fixes the grid (use --set)"
+        return "no launch in this file fixes the grid (give it with --grid, or the sizes with --set)"
     fp = _footprint(src, kernel, index, user)
     if isinstance(fp, str):
         return fp
