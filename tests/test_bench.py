@@ -613,3 +613,76 @@ def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
     built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(KERNELS), tmp_path, dialect="hip")
     assert built.harness.exists() and built.a.exists() and built.b.exists() and built.kernel == "blend"
     assert "hipLaunchKernel((const void*)&blend<hip_bfloat16, 16>" in (tmp_path / "blend_bf16.b.cu").read_text()
+
+
+# ---- on a GPU: the ML kernels checked bit for bit and timed ---------------------------------------------
+
+def _has_gpu() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        return False
+    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return run.returncode == 0 and "GPU" in run.stdout
+
+
+def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
+    src = load(str(KERNELS / file))
+    analysis = analyze(src)
+    index = next(i for i, k in enumerate(analysis.kernels) if k.name == kernel)
+    hw = load_hw("h200")
+    new = rewrite_source(src, analysis, Options(hw=hw, only={index: parse_spec(swizzle)}, compile=False)).new
+    assert new != src.data
+    if damage is not None:
+        new = damage(new)
+    return build(src.path, src.data, new, _plan(file, kernel), hw.nvcc_arch, hw.flush_bytes, str(KERNELS), tmp_path,
+                 dialect=src.dialect)
+
+
+@pytest.mark.parametrize("file,kernel,swizzle", [
+    ("gemm_bf16_wmma.cu", "gemm_bf16", "grouped:4"),
+    ("fma_half2.cu", "fma_half2", "grouped:8"),
+    ("requant_fp8.cu", "requant", "colmajor"),
+    ("templates.cu", "transpose", "grouped:8"),
+    ("templates.cu", "scaled", "hilbert:8"),
+    ("blend_bf16.hip", "blend", "grouped:8"),
+    ("blend_bf16.hip", "widen", "colmajor"),
+])
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swizzle, tmp_path):
+    from swzc.harness import run_harness
+
+    result = run_harness(_built_on_gpu(file, kernel, swizzle, tmp_path), rounds=5)
+    assert result.correct and not result.failed and result.timing is not None, result.detail
+    assert len(result.timing.b) == 5 and min(result.timing.a + result.timing.b) > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
+    """Rows and columns of the tensor-core tiles swapped: the bf16 GEMM writes the wrong tiles."""
+    from swzc.harness import run_harness
+
+    def swap(new: bytes) -> bytes:
+        wrong = new.replace(b"tile_row = swzc_block.y", b"tile_row = swzc_block.x", 1)
+        assert wrong != new
+        return wrong
+
+    result = run_harness(_built_on_gpu("gemm_bf16_wmma.cu", "gemm_bf16", "grouped:4", tmp_path, swap), rounds=3)
+    assert not result.correct and not result.failed and "buffer C" in result.detail
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_the_loop_runs_a_bf16_tensor_core_kernel():
+    from swzc.pipeline import rewrite_file
+
+    options = Options(hw=load_hw("h200"), swizzle=parse_spec("grouped:4"), compile=False, bench=True, rounds=10,
+                      launch_spec=KERNEL_SPEC)
+    result = rewrite_file(str(KERNELS / "gemm_bf16_wmma.cu"), options)
+    (bench,) = result.bench
+    (attempt,) = bench.attempts
+    assert attempt.correct and attempt.status in ("accepted", "not faster") and attempt.speedup is not None
+    assert bench.status in ("accepted", "not faster")
