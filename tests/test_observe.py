@@ -256,14 +256,20 @@ def test_no_interposer_is_said(monkeypatch):
 
 # ---- the CUPTI observer, built and driven without a GPU ------------------------------------------------
 
+@pytest.fixture(scope="module")
+def observer_cache(tmp_path_factory) -> Path:
+    """One cache for the tests that build the observer, so that it is built once."""
+    return tmp_path_factory.mktemp("observer-cache")
+
+
 @needs_cupti
-def test_observer_builds_and_is_reused_from_a_private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def test_observer_builds_and_is_reused_from_a_private_cache(observer_cache, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(observer_cache))
     with observe.observer_library() as first:
         assert first.is_file()
         symbols = subprocess.run(["nm", "-D", str(first)], capture_output=True, text=True).stdout
         assert " T InitializeInjection" in symbols
-    cache = tmp_path / "cache" / "swzc" / "observer"
+    cache = observer_cache / "swzc" / "observer"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     (cached,) = cache.glob("observer-*.so")
     builds = []
@@ -333,8 +339,8 @@ with open(os.environ["SWZC_OBSERVE_OUT"], "a") as out:
 
 
 @needs_cupti
-def test_observe_through_cupti_passes_the_library_and_reads_its_lines(tmp_path, monkeypatch, scratch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def test_observe_through_cupti_passes_the_library_and_reads_its_lines(tmp_path, monkeypatch, scratch, observer_cache):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(observer_cache))
     path = _program(tmp_path)
     (path.parent / "fake.py").write_text(FAKE_INJECTED)
     run = observe_launches(str(path), path.read_bytes(), ProgramBench("python3 fake.py 2048"), {"scale"}, tool="cupti")
