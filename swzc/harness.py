@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from swzc import processes
-from swzc.analysis import KernelInfo, file_scope, kernel_function, parameter_list
+from swzc.analysis import KernelInfo, Launch, file_scope, kernel_function, parameter_list
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Scope
 from swzc.footprint import Footprint, footprint
@@ -216,8 +216,8 @@ def _resolve(written: str, types: Mapping[str, str], scope: Scope) -> str:
     return current
 
 
-def _template_refusal(where: str, kernel: str, targs: TemplateArguments, launch: object, what: str) -> str:
-    site = f"the launch at line {launch.line}" if launch is not None else "no launch in the file"  # type: ignore[attr-defined]
+def _template_refusal(where: str, kernel: str, targs: TemplateArguments, launch: Launch | None, what: str) -> str:
+    site = f"the launch at line {launch.line}" if launch is not None else "no launch in the file"
     unknown = ", ".join(targs.unknown)
     return (f"{where}: {what}: {site} does not fix template parameter(s) {unknown}, and the arguments' declared types "
             f"do not show them; give the kernel's template arguments in the launch spec: [kernel.{kernel}] "

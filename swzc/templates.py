@@ -109,8 +109,8 @@ def template_arguments(src: SourceFile, function: Node, params: list[Parameter],
         for tp in tparams:
             if tp.kind == "type" and tp.name in typed:
                 fixed[tp.name] = _canonical(typed[tp.name], scope)
-            elif tp.kind == "value" and tp.name in bound:
-                fixed[tp.name] = _value_text(bound[tp.name], tp.type)
+            elif tp.kind == "value" and tp.name in bound and scope.resolve_type(tp.type) in _INTEGRAL | {"bool"}:
+                fixed[tp.name] = _value_text(bound[tp.name], scope.resolve_type(tp.type))  # an enum's keeps its text
         if site is not None:
             explicit, arguments, call = site
             for tp, node in zip(tparams, explicit):  # what the evaluator could not read: enumerators, expressions

@@ -559,6 +559,9 @@ def test_parameter_types_behind_aliases_and_macros():
 
 TEMPLATES = b"""typedef float real;
 enum class Layout { Row, Col };
+enum Order { RowMajor, ColMajor };
+template <Order O, int W>
+__global__ void ordered(float* x) { x[blockIdx.y * W + blockIdx.x] += O; }
 template <typename T, int BS = 256>
 __global__ void dflt(T* x, int n) { x[blockIdx.y * n + blockIdx.x] *= 2; }
 template <typename T, bool FLAG, Layout L>
@@ -574,6 +577,7 @@ int main() {
   flags<double, true, Layout::Col><<<dim3(64, 64), 32>>>((double*)p, 0.5);
   deduced<<<dim3(64, 64), 32>>>(q, p + 8, 1.5f);
   hidden<<<dim3(64, 64), 32>>>(thrust::raw_pointer_cast(v.data()));
+  ordered<ColMajor, 2 * 32><<<dim3(64, 64), 32>>>(p);
 }
 """
 
@@ -591,6 +595,7 @@ def test_template_arguments_from_the_launch_defaults_and_deduction():
     assert flagged.kernel == "flags<double, true, Layout::Col>" and flagged.params[1] == Scalar("alpha", "double", 0.5)
     deduced = _template_plan("deduced")  # from `const float* q` (through the alias `real`) and `p + 8`
     assert deduced.kernel == "deduced<float>" and [p.ctype for p in deduced.params] == ["float", "float", "float"]
+    assert _template_plan("ordered").kernel == "ordered<ColMajor, 64>"  # an enumerator keeps its name, an int its value
 
 
 def test_a_template_nothing_fixes_is_refused_with_the_spec_key_that_fixes_it():
