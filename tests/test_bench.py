@@ -559,7 +559,7 @@ def test_parameter_types_behind_aliases_and_macros():
 
 TEMPLATES = b"""typedef float real;
 enum class Layout { Row, Col };
-enum Order { RowMajor, ColMajor };
+enum Order { RowMajor = 0, ColMajor = 1 };
 template <Order O, int W>
 __global__ void ordered(float* x) { x[blockIdx.y * W + blockIdx.x] += O; }
 template <typename T, int BS = 256>
