@@ -691,3 +691,33 @@ def test_the_loop_runs_a_bf16_tensor_core_kernel():
     (attempt,) = bench.attempts
     assert attempt.correct and attempt.status in ("accepted", "not faster") and attempt.speedup is not None
     assert bench.status in ("accepted", "not faster")
+
+
+def test_an_interrupt_kills_the_child_and_what_it_started(tmp_path):
+    """SIGINT arrives as KeyboardInterrupt while swzc waits for a command: the whole group goes with it."""
+    import signal
+    import time
+    from pathlib import Path
+
+    from swzc import processes
+
+    pid_file = tmp_path / "child.pid"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(KeyboardInterrupt):
+            processes.run(f"sleep 60 & echo $! > {pid_file}; wait", 120, shell=True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    for _ in range(50):
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] in ("Z", "X"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the command's child outlived the interrupt")
