@@ -6,6 +6,11 @@ timed interleaved with an A/A control, and profiled where a profiler is present 
 rocprofv3 on AMD; without one the loop says so and goes on with time only).  A candidate is
 accepted only by measured time (swzc.accept); the fastest accepted one is kept.  Every attempt goes into
 the report, accepted or not.
+
+A check that cannot run to its end (a build that fails, a harness that crashes, times out or prints no
+result) is a failed check, reported with how it ended and the first lines of its output: a kernel is
+declined either as "measured, not faster" or as "the check failed (...)".  Each attempt builds in its own
+temporary folder, removed however the attempt ends.
 """
 
 from __future__ import annotations
@@ -14,13 +19,13 @@ import csv
 import io
 import json
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from swzc import processes
 from swzc.accept import judge
 from swzc.analysis import FileAnalysis
 from swzc.errors import SwzcError
@@ -45,6 +50,12 @@ NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
 ROCPROF_L2 = ("TCC_HIT_sum", "TCC_MISS_sum")
 ROCPROF_FETCH_KB = ("FETCH_SIZE", "FetchSize")
 PROFILERS = {"nvcc": "ncu", "hipcc": "rocprofv3"}
+PROFILE_TIMEOUT_S = 600
+REASON_LINES = 6  # lines of a failed check's output kept in a kernel's reason
+
+
+ATTEMPT_STATUSES = ("accepted", "not faster", "outputs differ", "check failed")
+KERNEL_STATUSES = ("accepted", "not faster", "check failed")
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,11 @@ class Attempt:
     dram_read_bytes: float | None
     reason: str
     seconds: float
+    status: str = "not faster"  # one of ATTEMPT_STATUSES: "outputs differ" ran and disagreed, "check failed" did not run through
+
+    @classmethod
+    def unmeasured(cls, candidate: str, predicted: float | None, status: str, reason: str, seconds: float) -> Attempt:
+        return cls(candidate, predicted, False, False, None, None, None, None, None, None, None, reason, seconds, status)
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,7 @@ class KernelBench:
     reason: str
     baseline_l2_hit_rate: float | None = None
     profiler: str = ""  # the profiler used, or why there was none
+    status: str = "not faster"  # one of KERNEL_STATUSES
 
 
 def profiler_note(toolchain: str) -> str:
@@ -93,7 +110,7 @@ def _ncu(built: Build, variant: str) -> tuple[float | None, float | None]:
         return None, None
     cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRICS, "--csv", "--page", "raw",
            str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    run = processes.run(cmd, PROFILE_TIMEOUT_S)
     rows = [r for r in csv.reader(io.StringIO("\n".join(l for l in run.stdout.splitlines() if l.startswith('"'))))]
     if len(rows) < 3:
         return None, None
@@ -132,9 +149,7 @@ def _rocprof_pass(tool: str, names: tuple[str, ...], folder: Path, built: Build,
     out = folder / names[0]
     cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
            str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
-    try:
-        subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
+    if processes.run(cmd, PROFILE_TIMEOUT_S).timed_out:
         return {}
     found: dict[str, float] = {}
     for table in sorted(out.rglob("*counter_collection.csv")):
@@ -190,44 +205,55 @@ def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: C
         if progress:
             progress(f"{kernel.name}: {name} ({n + 1}/{len(candidates)})")
         start = time.perf_counter()
-        built: Build | None = None
-        try:
-            if program is not None:
-                result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
-            else:
-                assert plan is not None
-                built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.flush_bytes, include_dir,
-                              dialect=src.dialect, toolchain=toolchain)
-                result = run_harness(built, rounds)
-        except SwzcError as exc:
-            attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
-                                    exc.message.splitlines()[0], time.perf_counter() - start))
-            continue
-        if not result.correct or result.timing is None:
-            attempts.append(Attempt(name, predicted, False, False, None, None, None, None, None, None, None,
-                                    f"outputs differ from the original: {result.detail}", time.perf_counter() - start))
-            if built is not None:
-                shutil.rmtree(built.folder, ignore_errors=True)
-            continue
-        verdict = judge(result.timing, True)
-        hit = dram = None
-        if built is not None:  # ncu profiles the generated harness, not the user's program
-            if baseline_hit is None:
-                baseline_hit, _ = profile(built, "a")
-            hit, dram = profile(built, "b")
-        attempts.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
-                                verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
-                                time.perf_counter() - start))
-        if built is not None:
-            shutil.rmtree(built.folder, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True) as folder:
+            built: Build | None = None
+            try:
+                if program is not None:
+                    result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
+                else:
+                    assert plan is not None
+                    built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.flush_bytes, include_dir,
+                                  Path(folder), dialect=src.dialect, toolchain=toolchain)
+                    result = run_harness(built, rounds)
+            except SwzcError as exc:
+                result = HarnessResult(False, exc.message, None, failed=True)
+            if result.failed or result.timing is None:
+                status = "check failed" if result.failed or result.correct else "outputs differ"
+                why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+                attempts.append(Attempt.unmeasured(name, predicted, status, why, time.perf_counter() - start))
+                continue
+            verdict = judge(result.timing, True)
+            hit = dram = None
+            if built is not None:  # ncu profiles the generated harness, not the user's program
+                if baseline_hit is None:
+                    baseline_hit, _ = profile(built, "a")
+                hit, dram = profile(built, "b")
+            attempts.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                                    verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
+                                    time.perf_counter() - start, "accepted" if verdict.accepted else "not faster"))
+    status, chosen, reason = conclude(attempts)
+    return KernelBench(kernel.name, kernel.line, tuple(attempts), chosen, reason, baseline_hit, profiler, status)
+
+
+def conclude(attempts: list[Attempt]) -> tuple[str, str | None, str]:
+    """(status, chosen candidate, reason) of a kernel from its attempts: the fastest accepted candidate; else
+    "measured, not faster" when any candidate was timed; else "the check failed (...)" with the first
+    failure's detail (how the harness ended and its first lines of output)."""
     accepted = [a for a in attempts if a.accepted]
     if accepted:
         best = max(accepted, key=lambda a: a.speedup or 0.0)
-        reason = f"measured {best.speedup:.3f}x faster ({best.reason})"
-        return KernelBench(kernel.name, kernel.line, tuple(attempts), best.candidate, reason, baseline_hit, profiler)
-    tried = ", ".join(f"{a.candidate} {a.speedup:.3f}x" if a.speedup else f"{a.candidate} ({a.reason})" for a in attempts)
-    return KernelBench(kernel.name, kernel.line, tuple(attempts), None,
-                       f"no candidate was measurably faster: {tried or 'none tried'}", baseline_hit, profiler)
+        return "accepted", best.candidate, f"measured {best.speedup:.3f}x faster ({best.reason})"
+    measured = [a for a in attempts if a.speedup is not None]
+    others = [f"{a.candidate}: {a.reason.splitlines()[0]}" for a in attempts if a.speedup is None]
+    if measured:
+        tried = [f"{a.candidate} {a.speedup:.3f}x" for a in measured]
+        return "not faster", None, "measured, not faster: " + "; ".join(tried + others)
+    if not attempts:
+        return "not faster", None, "measured, not faster: no candidate to try"
+    first = next(a for a in attempts if a.status in ("check failed", "outputs differ"))
+    detail = "\n".join(first.reason.splitlines()[:REASON_LINES])
+    rest = [line for line in others if not line.startswith(first.candidate + ":")]
+    return "check failed", None, f"the check failed ({first.candidate}: {detail}" + "".join(f"; {r}" for r in rest) + ")"
 
 
 def report_json(results: list[KernelBench], meta: dict) -> str:
@@ -248,6 +274,6 @@ def report_markdown(results: list[KernelBench], meta: dict) -> str:
             lines.append(f"| {a.candidate} | {f(a.predicted_l2_hit_rate, '.1f')} | {'yes' if a.correct else 'no'} | "
                          f"{f(a.speedup, '.3f')} | {f(a.lower_bound, '.3f')} | {f(a.noise, '.2%')} | {f(a.baseline_ms, '.3f')} | "
                          f"{f(a.ms, '.3f')} | {f(a.l2_hit_rate, '.1f')} | {f(a.dram_read_bytes and a.dram_read_bytes / 1e6, ',.0f')} | "
-                         f"{'accepted' if a.accepted else a.reason} |")
+                         f"{'accepted' if a.accepted else ' / '.join(a.reason.splitlines())} |")
         lines.append("")
     return "\n".join(lines)

@@ -85,13 +85,13 @@ def test_declines_a_slowdown():
 
 
 def test_report_schema():
-    attempt = Attempt("grouped:8", 93.4, True, True, 1.2, 1.15, 0.004, 25.0, 20.8, 87.5, 2.2e9, "1.2x", 3.1)
-    result = KernelBench("gemm", 11, (attempt,), "grouped:8", "measured 1.200x faster", 55.8)
+    attempt = Attempt("grouped:8", 93.4, True, True, 1.2, 1.15, 0.004, 25.0, 20.8, 87.5, 2.2e9, "1.2x", 3.1, "accepted")
+    result = KernelBench("gemm", 11, (attempt,), "grouped:8", "measured 1.200x faster", 55.8, "ncu", "accepted")
     doc = json.loads(report_json([result], {"file": "g.cu", "device": "GPU"}))
     (kernel,) = doc["kernels"]
-    assert {"kernel", "line", "chosen", "reason", "attempts", "baseline_l2_hit_rate"} <= kernel.keys()
+    assert {"kernel", "line", "chosen", "reason", "attempts", "baseline_l2_hit_rate", "status"} <= kernel.keys()
     assert {"candidate", "predicted_l2_hit_rate", "correct", "accepted", "speedup", "lower_bound", "noise",
-            "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds"} == kernel["attempts"][0].keys()
+            "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds", "status"} == kernel["attempts"][0].keys()
     assert "| grouped:8 | 93.4 | yes | 1.200 |" in report_markdown([result], {"file": "g.cu", "device": "GPU"})
 
 
@@ -209,19 +209,6 @@ def test_hip_source_gets_a_hip_launcher_and_harness():
     assert in_dialect("cudaMemcpy(a, b, n, cudaMemcpyDeviceToHost);", "cuda") == "cudaMemcpy(a, b, n, cudaMemcpyDeviceToHost);"
 
 
-@needs_nvcc
-def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
-    """A HIP source on an NVIDIA GPU: the variants, the HIP launcher and the HIP harness all compile."""
-    src = load(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"))
-    analysis = analyze(src)
-    plan = plan_launch(src, analysis.kernels[0])
-    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:8")}, compile=False)).new
-    built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(ROOT / "fixtures" / "hip_gemm"), tmp_path,
-                  dialect="hip", toolchain="nvcc")
-    assert built.harness.exists() and built.a.exists() and built.b.exists() and built.kernel == "gemm_naive"
-    assert "hipLaunchKernel" in (tmp_path / "input.b.cu").read_text()
-
-
 def test_toolchain_follows_the_dialect_and_the_gpu():
     from swzc.harness import toolchain_for
 
@@ -332,3 +319,405 @@ def test_rocprof_profile_reads_what_rocprofv3_writes(tmp_path, monkeypatch):
     built = bench.Build(tmp_path, tmp_path / "harness", tmp_path / "a.so", tmp_path / "b.so", "hipcc", "gemm_naive")
     hit, dram = bench.profile(built, "b")
     assert hit == pytest.approx(75.0) and dram == pytest.approx(2048.0)  # FETCH_SIZE absent: FetchSize, in KB
+
+
+# ---- failed checks are failed checks, and nothing is left behind ----------------------------------------
+
+def _fake_harness(folder, script):
+    """A Build whose harness is a shell script standing in for the generated program."""
+    from swzc.harness import Build
+
+    folder.mkdir(parents=True, exist_ok=True)
+    harness = folder / "harness"
+    harness.write_text("#!/bin/sh\n" + script)
+    harness.chmod(0o755)
+    return Build(folder, harness, folder / "a.so", folder / "b.so", "nvcc", "gemm_naive")
+
+
+def test_a_crashing_harness_is_a_failed_check_with_its_status_and_output(tmp_path):
+    from swzc.harness import run_harness
+
+    built = _fake_harness(tmp_path, 'echo "swzc harness: launch: too many resources requested" >&2\nkill -SEGV $$\n')
+    result = run_harness(built, rounds=3)
+    assert result.failed and not result.correct and result.timing is None
+    assert "killed by SIGSEGV" in result.detail and "too many resources requested" in result.detail
+
+
+def test_a_harness_that_prints_no_verdict_or_exits_nonzero_is_a_failed_check(tmp_path):
+    from swzc.harness import run_harness
+
+    garbled = run_harness(_fake_harness(tmp_path / "a", 'echo "hello"\n'), rounds=3)
+    assert garbled.failed and "printed no result" in garbled.detail and "hello" in garbled.detail
+    failed = run_harness(_fake_harness(tmp_path / "b", 'echo "{\\"correct\\": true}"\nexit 3\n'), rounds=3)
+    assert failed.failed and "exited with status 3" in failed.detail
+    timing = run_harness(_fake_harness(tmp_path / "c", 'if [ "$3" = check ]; then echo \'{"correct": true}\'; else echo nope; fi\n'), 3)
+    assert timing.failed and timing.correct and "timed run" in timing.detail
+
+
+def test_differing_outputs_are_an_incorrect_result_not_a_failure(tmp_path):
+    from swzc.harness import run_harness
+
+    built = _fake_harness(tmp_path, 'echo \'{"seed": 2, "match": false, "buffer": "C", "byte": 8, "element": 2}\'\n'
+                                    'echo \'{"correct": false}\'\n')
+    result = run_harness(built, rounds=3)
+    assert not result.correct and not result.failed and "buffer C" in result.detail and "byte 8" in result.detail
+
+
+def test_a_hung_harness_is_killed_with_what_it_started(tmp_path):
+    import time
+    from pathlib import Path
+
+    from swzc.harness import run_harness
+
+    pid_file = tmp_path / "child.pid"
+    built = _fake_harness(tmp_path / "h", f"sleep 60 &\necho $! > {pid_file}\nwait\n")
+    started = time.perf_counter()
+    result = run_harness(built, rounds=3, timeout=1)
+    assert result.failed and "timed out after 1 s" in result.detail and time.perf_counter() - started < 20
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    for _ in range(50):  # the grandchild was killed with its group: gone, or a zombie waiting to be reaped
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] in ("Z", "X"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the harness's child outlived the timeout")
+
+
+def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),), raises=None):
+    """bench_kernel on the README example, with a stand-in harness; returns the result and the build folders."""
+    from swzc import bench
+
+    folders = []
+
+    def fake_build(name, original, rewritten, plan, arch, flush, include, folder, **kw):
+        folders.append(folder)
+        if raises is not None:
+            raise raises
+        return _fake_harness(folder, script)
+
+    monkeypatch.setattr(bench, "build", fake_build)
+    src = load(str(ROOT / "examples" / "naive_gemm.cu"))
+    analysis = analyze(src)
+    result = bench.bench_kernel(src, analysis, 0, lambda spec: src.data, list(candidates), load_hw("h200"), rounds=3)
+    return result, folders
+
+
+def test_the_loop_reports_a_crashed_check_as_a_failed_check(monkeypatch, tmp_path):
+    result, folders = _loop_with(monkeypatch, tmp_path, 'echo "an illegal memory access was encountered" >&2\nexit 3\n')
+    (attempt,) = result.attempts
+    assert attempt.status == "check failed" and not attempt.correct and "exited with status 3" in attempt.reason
+    assert result.status == "check failed" and result.chosen is None
+    assert result.reason.startswith("the check failed (grouped:8: the harness exited with status 3")
+    assert "an illegal memory access was encountered" in result.reason and "not faster" not in result.reason
+    assert folders and not any(f.exists() for f in folders)
+
+
+def test_the_loop_says_measured_not_faster_when_it_measured(monkeypatch, tmp_path):
+    timings = '{"a": [10.0, 10.0, 10.0], "b": [10.0, 10.1, 10.0], "a2": [10.0, 10.0, 10.0]}'
+    script = f'if [ "$3" = check ]; then echo \'{{"correct": true}}\'; else echo \'{timings}\'; fi\n'
+    result, folders = _loop_with(monkeypatch, tmp_path, script)
+    assert result.status == "not faster" and result.reason.startswith("measured, not faster: grouped:8 1.000x")
+    assert result.attempts[0].status == "not faster" and result.attempts[0].correct
+    assert not any(f.exists() for f in folders)
+
+
+def test_the_loop_reports_differing_outputs_as_a_failed_check(monkeypatch, tmp_path):
+    script = 'echo \'{"seed": 1, "match": false, "buffer": "C", "byte": 4, "element": 1}\'\necho \'{"correct": false}\'\n'
+    result, _ = _loop_with(monkeypatch, tmp_path, script)
+    assert result.attempts[0].status == "outputs differ"
+    assert result.reason.startswith("the check failed (grouped:8: outputs differ from the original: buffer C")
+
+
+def test_a_build_failure_is_a_failed_check(monkeypatch, tmp_path):
+    error = SwzcError("benchmark build failed (exited with status 1): nvcc ...\nerror: identifier \"x\" is undefined")
+    result, folders = _loop_with(monkeypatch, tmp_path, "", raises=error)
+    assert result.status == "check failed" and "identifier" in result.reason
+    assert not any(f.exists() for f in folders)
+
+
+def test_an_interrupt_leaves_no_build_folder(monkeypatch, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _loop_with(monkeypatch, tmp_path, "", raises=KeyboardInterrupt())
+    from swzc import bench
+
+    seen = []
+
+    def terminated(built, rounds):  # SIGTERM, as the command line turns it into an exception
+        seen.append(built.folder)
+        raise SystemExit(143)
+
+    monkeypatch.setattr(bench, "run_harness", terminated)
+    with pytest.raises(SystemExit):
+        _loop_with(monkeypatch, tmp_path, "exit 0\n")
+    assert seen and not seen[0].exists()
+
+
+FAILING_RUN = """import sys, time
+src = open(sys.argv[1]).read()
+if "swzc_block" in src:
+    MODE
+print("ms 10.0 checksum c0ffee")
+"""
+
+
+@pytest.mark.parametrize("mode,expect", [("print('cuda error: boom'); sys.exit(4)", "exited with status 4"),
+                                         ("print('no numbers here'); sys.exit(0)", "printed no check value"),
+                                         ("time.sleep(30)", "timed out after 1 s")])
+def test_bench_cmd_failure_of_the_rewritten_program_is_a_failed_check(tmp_path, monkeypatch, mode, expect):
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from swzc import program
+    from swzc.cli import main
+
+    monkeypatch.setattr(program, "TIMEOUT_S", 1)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    (tmp_path / "run.py").write_text(FAILING_RUN.replace("MODE", mode))
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json", "--swizzle", "grouped:8",
+                                       "--bench-cmd", "python3 run.py {file}", "--bench-runs", "2"])
+    assert result.stdout.startswith("{"), (result.output, result.exception)
+    doc = json.loads(result.stdout)
+    (attempt,) = doc["bench"][0]["attempts"]
+    assert attempt["status"] == "check failed" and expect in attempt["reason"]
+    (kernel,) = doc["kernels"]
+    assert kernel["status"] == "declined" and kernel["reason"].startswith("the check failed (grouped:8: the rewritten program")
+    assert expect in kernel["reason"] and list(scratch.iterdir()) == []
+
+
+# ---- the types ML kernels are made of, templates and aliases ------------------------------------------
+
+KERNELS = ROOT / "tests" / "harness_kernels"
+KERNEL_SPEC = str(KERNELS / "launch_spec.toml")
+
+
+def _plan(file: str, kernel: str):
+    from swzc.harness import load_spec
+
+    src = load(str(KERNELS / file))
+    found = next(k for k in analyze(src).kernels if k.name == kernel)
+    return plan_launch(src, found, load_spec(KERNEL_SPEC, kernel))
+
+
+@pytest.mark.parametrize("file,kernel,launched,types", [
+    ("gemm_bf16_wmma.cu", "gemm_bf16", "gemm_bf16", {"A": "__nv_bfloat16", "B": "__nv_bfloat16", "C": "float"}),
+    ("fma_half2.cu", "fma_half2", "fma_half2", {"a": "half2", "b": "half2", "out": "half2", "c": "half2"}),
+    ("requant_fp8.cu", "requant", "requant", {"in": "__nv_fp8_e4m3", "scale": "float", "out": "__nv_fp8_e5m2", "bias": "float"}),
+    ("templates.cu", "transpose", "transpose<float, 32>", {"in": "float", "out": "float", "n": "int"}),
+    ("templates.cu", "scaled", "scaled<double>", {"in": "double", "out": "double", "alpha": "double", "n": "int"}),
+    ("blend_bf16.hip", "blend", "blend<hip_bfloat16, 16>", {"a": "hip_bfloat16", "b": "hip_bfloat16", "w": "hip_bfloat16"}),
+    ("blend_bf16.hip", "widen", "widen", {"a": "__hip_bfloat16", "q": "__hip_fp8_e4m3", "out": "float"}),
+])
+def test_the_harness_fills_ml_types_and_instantiates_templates(file, kernel, launched, types):
+    plan = _plan(file, kernel)
+    assert plan.kernel == launched
+    assert {p.name: p.ctype for p in plan.params if p.name in types} == types
+
+
+def test_buffer_sizes_follow_the_element_type():
+    gemm = _plan("gemm_bf16_wmma.cu", "gemm_bf16")
+    assert [(p.name, p.count, p.role) for p in gemm.params] == [("A", 1024 * 512, "in"), ("B", 512 * 1024, "in"), ("C", 1024 * 1024, "out")]
+    scaled = _plan("templates.cu", "scaled")  # T deduced as double: the footprint counts 8-byte elements
+    assert scaled.params[0] == Buffer("in", "double", 4096 * 4096, "in")
+
+
+def test_generated_harness_stores_each_type_by_its_kind():
+    from swzc.harness import harness_source
+
+    half2 = harness_source(_plan("fma_half2.cu", "fma_half2"), 60 << 20)
+    assert '{"a", swzc::F16, 8388608ull, swzc::IN, swzc::UNIFORM' in half2  # two components per half2
+    assert "swzc::store(swzc::F16, 0.5, s_c + 0); swzc::store(swzc::F16, -0.25, s_c + 2);" in half2
+    fp8 = harness_source(_plan("requant_fp8.cu", "requant"), 60 << 20)
+    assert '{"in", swzc::E4M3, 16777216ull, swzc::IN' in fp8 and '{"out", swzc::E5M2, 16777216ull, swzc::OUT' in fp8
+    assert "swzc::store(swzc::F32, 0.125, s_bias + 0);" in fp8
+    assert '#include "harness_host.h"' in fp8 and "swzc::check(buffers, gpu, 0.0, stdout)" in fp8
+
+
+ALIASED = b"""#include <cuda_bf16.h>
+typedef __nv_bfloat16 bf16_t;
+using real = float;
+#define DATA_TYPE double
+__global__ void k(const bf16_t* a, real* b, DATA_TYPE* c, DATA_TYPE s, int n) {
+  const int i = (blockIdx.y * 16 + threadIdx.y) * n + blockIdx.x * 16 + threadIdx.x;
+  c[i] = b[i] * s + (double)a[i];
+}
+int main() { k<<<dim3(4, 4), dim3(16, 16)>>>(0, 0, 0, 2.0, 64); }
+"""
+
+
+def test_parameter_types_behind_aliases_and_macros():
+    src = load_bytes("aliased.cu", ALIASED)
+    (kernel,) = analyze(src).kernels
+    spec = {"args": {name: {"count": 4096} for name in ("a", "b", "c")}}
+    plan = plan_launch(src, kernel, spec)
+    assert [(p.name, p.ctype) for p in plan.params] == [("a", "__nv_bfloat16"), ("b", "float"), ("c", "double"),
+                                                        ("s", "double"), ("n", "int")]
+
+
+TEMPLATES = b"""typedef float real;
+enum class Layout { Row, Col };
+enum Order { RowMajor = 0, ColMajor = 1 };
+template <Order O, int W>
+__global__ void ordered(float* x) { x[blockIdx.y * W + blockIdx.x] += O; }
+template <typename T, int BS = 256>
+__global__ void dflt(T* x, int n) { x[blockIdx.y * n + blockIdx.x] *= 2; }
+template <typename T, bool FLAG, Layout L>
+__global__ void flags(T* x, T alpha) { x[blockIdx.y * 64 + blockIdx.x] *= FLAG ? alpha : 1; }
+template <typename T>
+__global__ void deduced(const T* in, T* out, T alpha) { out[blockIdx.y * 64 + blockIdx.x] = alpha * in[blockIdx.x]; }
+template <typename T>
+__global__ void hidden(T* x) { x[blockIdx.y * 64 + blockIdx.x] += 1; }
+int main() {
+  real* p = 0;
+  const float* q = p;
+  dflt<float><<<dim3(64, 64), 32>>>(p, 64);
+  flags<double, true, Layout::Col><<<dim3(64, 64), 32>>>((double*)p, 0.5);
+  deduced<<<dim3(64, 64), 32>>>(q, p + 8, 1.5f);
+  hidden<<<dim3(64, 64), 32>>>(thrust::raw_pointer_cast(v.data()));
+  ordered<ColMajor, 2 * 32><<<dim3(64, 64), 32>>>(p);
+}
+"""
+
+
+def _template_plan(kernel: str, spec: dict | None = None):
+    src = load_bytes("templates.cu", TEMPLATES)
+    found = next(k for k in analyze(src).kernels if k.name == kernel)
+    sized = {"args": {"x": {"count": 4096}, "in": {"count": 4096}, "out": {"count": 4096}}, **(spec or {})}
+    return plan_launch(src, found, sized)
+
+
+def test_template_arguments_from_the_launch_defaults_and_deduction():
+    assert _template_plan("dflt").kernel == "dflt<float>"  # BS keeps its default
+    flagged = _template_plan("flags")
+    assert flagged.kernel == "flags<double, true, Layout::Col>" and flagged.params[1] == Scalar("alpha", "double", 0.5)
+    deduced = _template_plan("deduced")  # from `const float* q` (through the alias `real`) and `p + 8`
+    assert deduced.kernel == "deduced<float>" and [p.ctype for p in deduced.params] == ["float", "float", "float"]
+    assert _template_plan("ordered").kernel == "ordered<ColMajor, 64>"  # an enumerator keeps its name, an int its value
+
+
+def test_a_template_nothing_fixes_is_refused_with_the_spec_key_that_fixes_it():
+    with pytest.raises(SwzcError) as refused:
+        _template_plan("hidden")
+    message = refused.value.message
+    assert "parameter x has type 'T'" in message and "[kernel.hidden] template = \"<T>\"" in message
+    assert _template_plan("hidden", {"template": "<int>"}).kernel == "hidden<int>"
+
+
+@needs_nvcc
+def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
+    """A HIP source on an NVIDIA GPU, with hip_bfloat16 buffers and scalar and a template instantiated at the
+    launch: the variants, the HIP launcher and the HIP harness all compile with nvcc."""
+    src = load(str(KERNELS / "blend_bf16.hip"))
+    analysis = analyze(src)
+    index = next(i for i, k in enumerate(analysis.kernels) if k.name == "blend")
+    plan = _plan("blend_bf16.hip", "blend")
+    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={index: parse_spec("grouped:4")}, compile=False)).new
+    built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(KERNELS), tmp_path, dialect="hip")
+    assert built.harness.exists() and built.a.exists() and built.b.exists() and built.kernel == "blend"
+    assert "hipLaunchKernel((const void*)&blend<hip_bfloat16, 16>" in (tmp_path / "blend_bf16.b.cu").read_text()
+
+
+# ---- on a GPU: the ML kernels checked bit for bit and timed ---------------------------------------------
+
+def _has_gpu() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        return False
+    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return run.returncode == 0 and "GPU" in run.stdout
+
+
+def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
+    src = load(str(KERNELS / file))
+    analysis = analyze(src)
+    index = next(i for i, k in enumerate(analysis.kernels) if k.name == kernel)
+    hw = load_hw("h200")
+    new = rewrite_source(src, analysis, Options(hw=hw, only={index: parse_spec(swizzle)}, compile=False)).new
+    assert new != src.data
+    if damage is not None:
+        new = damage(new)
+    return build(src.path, src.data, new, _plan(file, kernel), hw.nvcc_arch, hw.flush_bytes, str(KERNELS), tmp_path,
+                 dialect=src.dialect)
+
+
+@pytest.mark.parametrize("file,kernel,swizzle", [
+    ("gemm_bf16_wmma.cu", "gemm_bf16", "grouped:4"),
+    ("fma_half2.cu", "fma_half2", "grouped:8"),
+    ("requant_fp8.cu", "requant", "colmajor"),
+    ("templates.cu", "transpose", "grouped:8"),
+    ("templates.cu", "scaled", "hilbert:8"),
+    ("blend_bf16.hip", "blend", "grouped:8"),
+    ("blend_bf16.hip", "widen", "colmajor"),
+])
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swizzle, tmp_path):
+    from swzc.harness import run_harness
+
+    result = run_harness(_built_on_gpu(file, kernel, swizzle, tmp_path), rounds=5)
+    assert result.correct and not result.failed and result.timing is not None, result.detail
+    assert len(result.timing.b) == 5 and min(result.timing.a + result.timing.b) > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
+    """Rows and columns of the tensor-core tiles swapped: the bf16 GEMM writes the wrong tiles."""
+    from swzc.harness import run_harness
+
+    def swap(new: bytes) -> bytes:
+        wrong = new.replace(b"tile_row = swzc_block.y", b"tile_row = swzc_block.x", 1)
+        assert wrong != new
+        return wrong
+
+    result = run_harness(_built_on_gpu("gemm_bf16_wmma.cu", "gemm_bf16", "grouped:4", tmp_path, swap), rounds=3)
+    assert not result.correct and not result.failed and "buffer C" in result.detail
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_the_loop_runs_a_bf16_tensor_core_kernel():
+    from swzc.pipeline import rewrite_file
+
+    options = Options(hw=load_hw("h200"), swizzle=parse_spec("grouped:4"), compile=False, bench=True, rounds=10,
+                      launch_spec=KERNEL_SPEC)
+    result = rewrite_file(str(KERNELS / "gemm_bf16_wmma.cu"), options)
+    (bench,) = result.bench
+    (attempt,) = bench.attempts
+    assert attempt.correct and attempt.status in ("accepted", "not faster") and attempt.speedup is not None
+    assert bench.status in ("accepted", "not faster")
+
+
+def test_an_interrupt_kills_the_child_and_what_it_started(tmp_path):
+    """SIGINT arrives as KeyboardInterrupt while swzc waits for a command: the whole group goes with it."""
+    import signal
+    import time
+    from pathlib import Path
+
+    from swzc import processes
+
+    pid_file = tmp_path / "child.pid"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(KeyboardInterrupt):
+            processes.run(f"sleep 60 & echo $! > {pid_file}; wait", 120, shell=True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    for _ in range(50):
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] in ("Z", "X"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the command's child outlived the interrupt")

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cuda_fp16.h>  // before the shuffle macros below, which would mangle it
+#include <cuda_fp16.h>  // before the shuffle macros below, which would mangle them
+#include <cuda_bf16.h>  // (for hip_bf16.h, hip_bfloat16.h)
+#include <cuda_fp8.h>   // (for hip_fp8.h)
 
 #ifndef __HIP_PLATFORM_NVIDIA__
 #define __HIP_PLATFORM_NVIDIA__ 1

@@ -1,0 +1,114 @@
+"""Child processes that never outlive the call that started them.
+
+Each child runs in its own process group (a shell command's own children included).  On a timeout the
+group is killed and the run is reported as timed out; on any exception while waiting (an interrupt turned
+into KeyboardInterrupt or SystemExit) the group is killed before the exception goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+OUTPUT_LINES = 12  # lines of a failed run's output kept in a message
+
+
+@dataclass(frozen=True)
+class Finished:
+    command: str  # as a shell would read it
+    returncode: int | None  # None: killed after the timeout
+    stdout: str
+    stderr: str
+    timeout: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    def status(self) -> str:
+        """How it ended, in words: "exited with status 3", "was killed by SIGSEGV", "timed out after 300 s"."""
+        if self.returncode is None:
+            return f"timed out after {self.timeout:g} s"
+        if self.returncode < 0:
+            try:
+                return f"was killed by {signal.Signals(-self.returncode).name}"
+            except ValueError:
+                return f"was killed by signal {-self.returncode}"
+        return f"exited with status {self.returncode}"
+
+    def head(self, lines: int = OUTPUT_LINES) -> str:
+        """The first lines of its output (stderr first: that is where errors go), or "(no output)"."""
+        kept = [line.rstrip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()][:lines]
+        return "\n".join(kept) if kept else "(no output)"
+
+
+def run(command: Sequence[str] | str, timeout: float, cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None, shell: bool = False) -> Finished:
+    """Run to the end, or kill its whole process group at `timeout` seconds or on any exception."""
+    (finished,) = run_all([command], timeout, cwd, env, shell)
+    return finished
+
+
+def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path | str | None = None,
+            env: Mapping[str, str] | None = None, shell: bool = False) -> list[Finished]:
+    """Start every command at once (each in its own group) and wait for all; the timeout counts per command."""
+    started: list[subprocess.Popen] = []
+    try:
+        for command in commands:
+            started.append(subprocess.Popen(command, shell=shell, cwd=cwd, env=dict(env) if env is not None else None,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True, errors="replace", start_new_session=True))
+        results = []
+        for command, process in zip(commands, started):
+            written = command if isinstance(command, str) else shlex.join(command)
+            try:
+                out, err = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill(process)
+                out, err = _drain(process)
+                results.append(Finished(written, None, out, err, timeout))
+                continue
+            results.append(Finished(written, process.returncode, out, err, timeout))
+        return results
+    except BaseException:
+        for process in started:
+            _kill(process)
+        for process in started:
+            _reap(process)
+        raise
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(process: subprocess.Popen) -> None:
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _drain(process: subprocess.Popen) -> tuple[str, str]:
+    """What a killed process left in its pipes; a child that escaped its group may hold them open: give up then."""
+    try:
+        out, err = process.communicate(timeout=5)
+        return out or "", err or ""
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        process.kill()
+        return "", ""
