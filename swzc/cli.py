@@ -261,7 +261,8 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
     if not result.changed:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
     for b in result.bench:
-        lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {b.reason}")
+        reason = b.reason.replace("\n", "\n      ")  # a failed check carries the harness's own lines
+        lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
     if result.changed and not result.benchmarked:

@@ -24,6 +24,7 @@ from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.patch import unified_patch
 from swzc.preprocess import CompileContext
+from swzc.observe import observe_launches, observed_launches
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
@@ -208,7 +209,11 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
 def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options,
                         kernels: set[int] | None = None) -> RewriteResult:
     """The acceptance loop for every kernel that can be swizzled (or those in `kernels`), then the rewrite
-    with what it accepted."""
+    with what it accepted.  With the user's own program, it is run once first under a launch interposer,
+    and each kernel is ranked and proven with the launches it really made."""
+    observed: tuple[str, ...] = ()
+    if options.program is not None:
+        analysis, observed = with_observed_launches(src, analysis, options.program)
     ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
     only: dict[int, SwizzleSpec] = {}
     declined: dict[int, str] = {}
@@ -260,7 +265,29 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
         else:
             declined[index] = model + result.reason
     final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes, ranked=ranked))
-    return replace(final, bench=tuple(benches), benchmarked=True)
+    return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes))
+
+
+def with_observed_launches(src: source.SourceFile, analysis: FileAnalysis, program: ProgramBench) -> tuple[FileAnalysis, tuple[str, ...]]:
+    """The analysis with each kernel's launches as one run of the program made them (swzc.observe), and
+    notes saying what was seen; kernels the run did not launch keep the file's launches."""
+    wanted = {k.name for k in analysis.kernels if k.reads_block_index}
+    run = observe_launches(src.path, src.data, program, wanted)
+    if not run.ok:
+        return analysis, (f"launches not observed: {run.note}",)
+    kernels = []
+    notes = []
+    for kernel in analysis.kernels:
+        seen = observed_launches(src, kernel, run)
+        if seen:
+            kernel = replace(kernel, launches=seen)
+            shown = "; ".join(f"grid {'x'.join(map(str, la.grid or ()))}, block {'x'.join(map(str, la.block or ()))}"
+                              for la in seen[:3])
+            notes.append(f"{kernel.name}: launches observed with {run.tool}: {shown}" + (" …" if len(seen) > 3 else ""))
+        kernels.append(kernel)
+    if run.note:
+        notes.append(run.note)
+    return replace(analysis, kernels=tuple(kernels)), tuple(notes)
 
 
 def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
