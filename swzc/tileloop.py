@@ -268,7 +268,7 @@ def _hazards(function: Node, m: _Match, scope: Scope, starts: set[tuple[int, int
         elif node.type == "identifier" and scope.macros.get(text(node)) is not None:
             macro = scope.macros[text(node)]
             assert macro is not None
-            if var not in (macro.params or ()) and re.search(rf"\b{re.escape(var)}\b", macro.body):
+            if var not in (macro.params or ()) and var in _identifiers(macro.body):
                 found.append(Hazard(line, f"macro {text(node)} reads the tile loop's variable {var} (line {line}); macro "
                                     "bodies are opaque to the rewrite"))
         elif node.type == "assignment_expression" and text(_strip(node.child_by_field_name("left"))) in block_x:
@@ -532,6 +532,12 @@ def _swizzled_by(m: _Match) -> str:
 
 
 # ---- small tree predicates -------------------------------------------------------------------------------
+
+
+def _identifiers(code: str) -> set[str]:
+    """The names in a macro body, its comments and literals left out."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/|\"(\\.|[^\"\\])*\"|'(\\.|[^'\\])*'", " ", code, flags=re.S)
+    return set(re.findall(r"[A-Za-z_]\w*", code))
 
 
 def _at(node: Node) -> tuple[int, int]:
