@@ -1,10 +1,12 @@
 """Persistent tile loops: detection, the splice inside the loop, the proof over the tile space, what is refused;
 and the two rules of the rewrite itself (no copied side effects, no rewritten helper with external linkage)."""
 
+import re
+import shutil
 import subprocess
 
 import pytest
-from support import needs_nvcc
+from support import ROOT, needs_nvcc
 
 from swzc.analysis import analyze
 from swzc.evaluate import expression_of
@@ -413,3 +415,67 @@ def test_a_tile_loop_is_not_ranked_over_the_launch_grid():
     src = load_bytes("t.cu", (code + "int main() { k<<<132, 256>>>(0, 0, 4096); }\n").encode())
     (got,) = rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
     assert isinstance(got, str) and "does not follow the tile loop over t (line 3)" in got
+
+
+def test_a_comment_in_a_macro_body_is_not_a_read():
+    code = "#define THREADS 256  // threads per tile\n" + loop_kernel("    o[t * THREADS + threadIdx.x] = 1;").replace("(int t =", "(int tile =") \
+        .replace("t < T; t +=", "tile < T; tile +=").replace("o[t *", "o[tile *")
+    analysis, k = analysed(code)
+    assert k.tile_loop.var == "tile" and block_swizzle.refusal(analysis, 0) is None, k.hazards
+
+
+# ---- on a GPU: the persistent GEMM of the suite ----------------------------------------------------------------
+
+
+def _has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        return False
+    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return run.returncode == 0 and "GPU" in run.stdout
+
+
+GEMM_PERSISTENT = ROOT / "bench" / "suite" / "kernels" / "gemm_persistent.cu"
+
+
+def test_the_persistent_gemm_walks_4096_tiles_in_rows_of_64():
+    _, k = analysed(GEMM_PERSISTENT.read_text(), str(GEMM_PERSISTENT))
+    assert k.tile_loop.var == "tile" and k.hazards == ()
+    assert {(la.grid, la.tiles, la.divisor) for la in k.launches} == {((264, 1, 1), 4096, 64)}
+
+
+@needs_nvcc
+def test_the_rewritten_persistent_gemm_compiles():
+    src = load_bytes(str(GEMM_PERSISTENT), GEMM_PERSISTENT.read_bytes())
+    result = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8")))
+    assert result.outcomes[0].status == "rewritten" and result.compile.status == "ok", result.compile
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_the_persistent_gemm_gives_the_same_checksum_with_its_tiles_permuted(tmp_path):
+    src = load_bytes(str(GEMM_PERSISTENT), GEMM_PERSISTENT.read_bytes())
+    patched = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
+    assert patched.outcomes[0].status == "rewritten"
+    sums = []
+    for name, data in (("original", src.data), ("rewritten", patched.new)):
+        (tmp_path / f"{name}.cu").write_bytes(data)
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cu")], check=True)
+        run = subprocess.run([str(tmp_path / name)], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        sums.append(re.search(r"checksum ([0-9a-f]{16})", run.stdout).group(1))
+    assert sums[0] == sums[1]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+def test_the_persistent_gemm_runs_through_the_acceptance_loop():
+    """The harness with the suite's launch spec: original and tile-swizzled kernel checked and timed."""
+    from swzc.pipeline import rewrite_file
+
+    options = Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False, bench=True, rounds=10,
+                      launch_spec=str(ROOT / "bench" / "suite" / "launch_specs.toml"))
+    result = rewrite_file(str(GEMM_PERSISTENT), options)
+    (bench,) = result.bench
+    (attempt,) = bench.attempts
+    assert attempt.correct and attempt.speedup is not None
+    assert result.changed == attempt.accepted
