@@ -7,7 +7,7 @@ tree nodes), which the passes and the pipeline read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -611,13 +611,12 @@ def _decode(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[Node | N
     return next(iter(divisors.values())), lines, None
 
 
-def _splice_text(expr: Node, function: Node, insert_at: int, macros: Mapping[str, Macro | None] | None = None,
+def _splice_text(expr: Node, function: Node, insert_at: int, side_effect: Callable[[Node], str | None] = lambda _: None,
                  label: str = "the divisor") -> tuple[str | None, Hazard | None]:
     """`expr` written so that it is valid at `insert_at`: locals declared later are replaced by their
     initialiser (when it is their only definition), recursively.  (None, None) when it cannot be written
-    there; (None, hazard) when that would copy a side effect (the copy would run it again)."""
-    from swzc.splice_safety import side_effect
-
+    there; (None, hazard) when the text it would copy has a side effect (`side_effect` says which): the
+    copy would run it again."""
     body = function.child_by_field_name("body")
     locals_: dict[str, list[Node]] = {}
     writes: dict[str, list[Node]] = {}
@@ -640,7 +639,7 @@ def _splice_text(expr: Node, function: Node, insert_at: int, macros: Mapping[str
     def render(expr: Node, depth: int, copied_from: str) -> str | None:
         if depth > 6:
             return None
-        effect = side_effect(expr, macros or {})
+        effect = side_effect(expr)
         if effect is not None:
             where = "has a side effect" if not copied_from else f"would be copied from the initialiser of {copied_from}, which has a side effect"
             found.append(Hazard(_line(expr), f"{label} {where} ({effect}, line {_line(expr)}): the swizzle call would "
@@ -774,9 +773,10 @@ def parameters(function: Node) -> tuple[list[str], list[str]]:
 
 def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAnalysis:
     from swzc import tileloop
-    from swzc.splice_safety import external_linkage
+    from swzc.splice_safety import external_linkage, side_effect_in
 
     scope = file_scope(src, user or {})
+    side_effect = side_effect_in(src.tree.root_node, scope.macros)
     block_macros = _block_macros(scope)
     volatile = _volatile_names(src.tree.root_node)
     kernels: dict[str, Node] = {}
@@ -839,11 +839,11 @@ def analyze(src: SourceFile, user: Mapping[str, Value] | None = None) -> FileAna
         decode = None
         if divisor is not None:
             divisor_text = " ".join(text(divisor).split())
-            splice, effect = (_splice_text(divisor, function, insert_at, scope.macros, f"the tile decode divisor {divisor_text!r}")
+            splice, effect = (_splice_text(divisor, function, insert_at, side_effect, f"the tile decode divisor {divisor_text!r}")
                               if insert_at is not None else (None, None))
             hazards += [effect] if effect is not None else []
             decode = Decode(divisor_text, splice, tuple(decode_lines))
-        tiles = tileloop.find(function, uses, grid_reads, scope)
+        tiles = tileloop.find(function, uses, grid_reads, scope, side_effect)
         hazards += tiles.hazards
         notes += tiles.notes
         params, tparams = parameters(function)

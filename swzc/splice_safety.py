@@ -12,11 +12,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
-from swzc.analysis import _callee, walk
+from swzc.analysis import _callee, function_name, functions, walk
 from swzc.analysis import text as node_text
 from swzc.evaluate import Macro, expression_of
 
@@ -33,8 +33,31 @@ _ASSIGNMENTS = ("assignment_expression", "update_expression", "new_expression", 
 _MAX_MACRO_DEPTH = 8
 
 
-def side_effect(expr: Node, macros: Mapping[str, Macro | None], depth: int = 0) -> str | None:
-    """What in `expr` does more than compute a value (e.g. "a call to next_tile()"), or None."""
+def side_effect_in(root: Node, macros: Mapping[str, Macro | None]) -> Callable[[Node], str | None]:
+    """`side_effect` for expressions of this file: its macros, and its functions whose whole body is
+    `return <expression without side effect>;` (such as `constexpr int cdiv(int a, int b)`), which are pure."""
+    returns: dict[str, list[Node | None]] = {}
+    for function, _ in functions(root):
+        body = function.child_by_field_name("body")
+        statements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        single = statements[0] if len(statements) == 1 and statements[0].type == "return_statement" else None
+        value = single.named_children[0] if single is not None and single.named_child_count == 1 else None
+        returns.setdefault(function_name(function), []).append(value)  # every overload must be pure
+    pure: set[str] = set()
+    changed = True
+    while changed:  # a pure function may call pure functions
+        changed = False
+        for name, values in returns.items():
+            if name not in pure and all(v is not None and side_effect(v, macros, frozenset(pure)) is None for v in values):
+                pure.add(name)
+                changed = True
+    known = frozenset(pure)
+    return lambda expr: side_effect(expr, macros, known)
+
+
+def side_effect(expr: Node, macros: Mapping[str, Macro | None], pure: frozenset[str] = frozenset(), depth: int = 0) -> str | None:
+    """What in `expr` does more than compute a value (e.g. "a call to next_tile()"), or None.  `pure` names
+    functions of the file known to compute a value and nothing else."""
     for node in walk(expr):
         kind = node.type
         if kind in _ASSIGNMENTS:
@@ -48,7 +71,7 @@ def side_effect(expr: Node, macros: Mapping[str, Macro | None], depth: int = 0) 
                 continue  # int(x): a cast written as a call
             if function is not None and function.type == "identifier" and name in macros:
                 continue  # a function-like macro: its body is checked where its name is met below
-            if name in PURE_CALLS:
+            if name in PURE_CALLS or name in pure:
                 continue
             if name.startswith(("atomic", "__atomic", "__hip_atomic")):
                 return f"an atomic ({name})"
@@ -65,7 +88,7 @@ def side_effect(expr: Node, macros: Mapping[str, Macro | None], depth: int = 0) 
                 if macro.body.strip() == "":
                     continue
                 return f"macro {name}, which does not expand to an expression"
-            inner = side_effect(body, macros, depth + 1)
+            inner = side_effect(body, macros, pure, depth + 1)
             if inner is not None:
                 return f"macro {name}, which expands to {inner}"
     return None

@@ -69,9 +69,11 @@ class _Match:
     update: Node | None  # the `while` form's stepping statement, the last of its body
 
 
-def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], scope: Scope) -> Found:
+def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], scope: Scope,
+         side_effect: Callable[[Node], str | None]) -> Found:
     """The kernel's tile loop, if it has one: a loop over a variable that starts at blockIdx.x, steps by
-    gridDim.x (or a local equal to it) and runs while it is below a count."""
+    gridDim.x (or a local equal to it) and runs while it is below a count.  `side_effect` says what in an
+    expression must not be copied to the top of the body (swzc.splice_safety)."""
     body = function.child_by_field_name("body")
     starts = {(u.start, u.end) for u in uses if u.axis in ("x", "")}
     grid_x = {(n.start_byte, n.end_byte) for n in grid_reads if text(n).endswith("x")}
@@ -103,7 +105,7 @@ def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], s
     insert_at, indent, inline = _insertion(m.body)
     reads = tuple((n.start_byte, n.end_byte) for n in walk(m.body) if _reads(n, m.var) and in_body(n))
     count_text = " ".join(text(m.count).split())
-    count_splice, effect = _splice_text(m.count, function, insert_at, scope.macros, f"the tile count {count_text!r}")
+    count_splice, effect = _splice_text(m.count, function, insert_at, side_effect, f"the tile count {count_text!r}")
     hazards += [effect] if effect else []
     notes: list[str] = []
     decode = None
@@ -113,7 +115,7 @@ def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], s
     if divisor is not None:
         divisor_text = " ".join(text(divisor).split())
         hazards += _varies(divisor, function, m, f"the decode divisor {divisor_text!r}")
-        splice, effect = _splice_text(divisor, function, insert_at, scope.macros, f"the decode divisor {divisor_text!r}")
+        splice, effect = _splice_text(divisor, function, insert_at, side_effect, f"the decode divisor {divisor_text!r}")
         hazards += [effect] if effect else []
         decode = Decode(divisor_text, splice, tuple(lines))
     loop = TileLoop(m.var, _line(m.loop), m.loop.start_byte, m.loop.end_byte, m.body.start_byte, m.body.end_byte,

@@ -479,3 +479,23 @@ def test_the_persistent_gemm_runs_through_the_acceptance_loop():
     (attempt,) = bench.attempts
     assert attempt.correct and attempt.speedup is not None
     assert result.changed == attempt.accepted
+
+
+@pytest.mark.parametrize("helper,copied", [
+    ("__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }", True),
+    ("__device__ int twice(int a) { return 2 * a; }\n__device__ int cdiv(int a, int b) { return twice(a) / b; }", True),
+    ("__device__ int cdiv(int a, int* b) { return a / (*b)++; }", False),
+    ("__device__ int cdiv(int a, int b) { int q = (a + b - 1) / b; return q; }", False),  # not one return
+    ("__device__ int cdiv(int a, int b);", False),  # defined elsewhere
+])
+def test_functions_of_the_file_that_only_return_an_expression_are_pure(helper, copied):
+    code = helper + """
+__global__ void k(float* c, int n, int* w) {
+  const int pid = blockIdx.x;
+  const int cols = cdiv(n, ARG);
+  c[(pid / cols) * 64 + pid % cols] = 0;
+}""".replace("ARG", "w" if "int* b" in helper else "64")
+    analysis, k = analysed(code)
+    assert (k.decode.splice_text is not None) is copied, k.hazards
+    if not copied:
+        assert "a call to cdiv()" in block_swizzle.refusal(analysis, 0).reason
