@@ -43,7 +43,7 @@ __global__ void decoded_{i}(const float* A, float* C, int n, int tiles_n) {{
 }}
 """,
     "helper": """\
-__device__ int row_of_{i}() {{ return blockIdx.y * TILE + threadIdx.y; }}
+static __device__ int row_of_{i}() {{ return blockIdx.y * TILE + threadIdx.y; }}
 __global__ void helper_{i}(float* C, int n) {{
   const int col = blockIdx.x * TILE + threadIdx.x;
   C[row_of_{i}() * n + col] += 1.0f;

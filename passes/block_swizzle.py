@@ -5,6 +5,11 @@ reads the block index, and rewrites every read (``blockIdx.x`` -> ``swzc_block.x
 that read the block index call the swizzle function themselves, provided every kernel reaching them is
 rewritten the same way.  The swizzle functions go in once, before the first rewritten function.
 
+A persistent kernel, whose blocks walk a tile index ``for (t = blockIdx.x; t < T; t += gridDim.x)``, gets
+its swizzle inside that loop instead (swzc.tileloop): the body declares
+``const int swzc_tile = swzc_<spec>_1d(t, 0u, 0u, (unsigned)(T), (unsigned)(n)).x;`` and reads
+``swzc_tile`` where it read ``t``.  Its blocks are not permuted.
+
 Choice without ``--swizzle``: the L2 model's best candidate (swzc.rank), or a decline when none cuts the
 predicted DRAM traffic by the margin.  Where the model cannot rank (the grid or the footprint is not
 known), nothing is rewritten blind: the kernel is left ``unranked``, with the candidates of the family
@@ -16,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from swzc import tileloop
 from swzc.analysis import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
 from swzc.edits import Edit
 from swzc.hw import HardwareModel
@@ -47,7 +53,7 @@ def family(kernel: KernelInfo, hw: HardwareModel) -> list[SwizzleSpec]:
     heights, a space-filling order and the transposed raster.  On a chiplet GPU each goes after the chiplet
     remap; a 1D grid with no tiles gets the chiplet remap alone, or nothing on a monolithic GPU."""
     chiplet = (Step("xcd", hw.chiplets),) if hw.chiplets > 1 else ()
-    if kernel.adapter == "linear":
+    if kernel.adapter == "linear":  # a 1D grid, or a tile loop that does not decode its tile into rows and columns
         return [SwizzleSpec(chiplet)] if chiplet else []
     orders = [(Step("grouped", 8),), (Step("hilbert", 8),), (Step("colmajor"),), (Step("grouped", 32),),
               (Step("grouped", 4),), (Step("hilbert", 4),), (Step("grouped", 16),), (Step("grouped", 64),)]
@@ -59,10 +65,23 @@ def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
     kernel = analysis.kernels[index]
     if kernel.hazards and (kernel.reads_block_index or any(h.rule in READS_BLOCK_INDEX for h in kernel.hazards)):
         return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
-    if kernel.swizzled_by and not kernel.uses:
+    if kernel.swizzled_by and (not kernel.uses or kernel.tile_loop is not None):
         return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")
     if not kernel.reads_block_index:
         return Decision(index, "untouched", "does not read the block index")
+    loop = kernel.tile_loop
+    if loop is not None:
+        where = f"at the top of the tile loop's body (line {loop.line})"
+        if kernel.helpers:
+            return Decision(index, "refused", f"helper {kernel.helpers[0]} reads the block index inside a kernel whose tiles "
+                            "the swizzle would permute: swzc cannot tell whether it follows the tile order")
+        if loop.count_splice is None:
+            return Decision(index, "refused", f"cannot declare the swizzled tile {where}: the tile count {loop.count!r} "
+                            "cannot be written there")
+        if loop.decode is not None and loop.decode.splice_text is None:
+            return Decision(index, "refused", f"cannot declare the swizzled tile {where}: the decode divisor "
+                            f"{loop.decode.divisor!r} cannot be written there")
+        return None
     if kernel.decode is not None and kernel.decode.splice_text is None:
         return Decision(index, "refused", f"cannot declare the swizzle before the first block-index read: the tile "
                         f"count {kernel.decode.divisor!r} is not known there")
@@ -87,15 +106,19 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
             return Decision(index, "declined", ranked.reason)
         spec, note = parse_spec(ranked.chosen), ranked.reason
     elif not family(kernel, hw):
-        return Decision(index, "declined", f"1D grid with no tile decode: on {hw.name} (one L2 domain) there are "
-                        "no tiles to regroup")
+        what = (f"tile loop over {kernel.tile_loop.var} with no decode" if kernel.tile_loop is not None
+                else "1D grid with no tile decode")
+        return Decision(index, "declined", f"{what}: on {hw.name} (one L2 domain) there are no tiles to regroup")
     else:
         return Decision(index, "unranked", f"not ranked: {ranked or 'the L2 model has no launch of it to rank'}")
     if spec.is_identity:
         return Decision(index, "declined", "identity: nothing to change")
     if spec.needs_tiles and kernel.adapter == "linear":
-        return Decision(index, "declined", f"{spec.name} needs a tile grid; this kernel reads only blockIdx.x and does "
-                        "not decode it into tiles")
+        what = (f"the tile loop does not decode {kernel.tile_loop.var} into tile rows and columns" if kernel.tile_loop is not None
+                else "this kernel reads only blockIdx.x and does not decode it into tiles")
+        return Decision(index, "declined", f"{spec.name} needs a tile grid; {what}")
+    if kernel.tile_loop is not None and not kernel.tile_loop.reads:
+        return Decision(index, "declined", f"the tile loop's body does not read {kernel.tile_loop.var}: nothing to permute")
     return Proposal(index, spec, kernel.adapter, kernel.shapes, note)
 
 
@@ -137,12 +160,32 @@ def _call_args(kernel: KernelInfo, adapter: str, decode_text: str | None) -> str
     return f"{blocks}, {grid}"
 
 
-def variable_name(analysis: FileAnalysis) -> str:
-    name, n = "swzc_block", 0
+def variable_name(analysis: FileAnalysis, base: str = "swzc_block") -> str:
+    """`base`, or `base_1`, `base_2` … where the file already uses that name."""
+    name, n = base, 0
     while name in analysis.identifiers:
         n += 1
-        name = f"swzc_block_{n}"
+        name = f"{base}_{n}"
     return name
+
+
+def _tile_loop_edits(kernel: KernelInfo, proposal: Proposal, var: str) -> list[Edit]:
+    """Declare the swizzled tile at the top of the loop body and read it wherever the body read the loop variable."""
+    loop = kernel.tile_loop
+    assert loop is not None and loop.count_splice is not None
+    args = f"{loop.var}, 0u, 0u, (unsigned)({loop.count_splice})"
+    if proposal.adapter == "1d":
+        assert loop.decode is not None
+        args += f", (unsigned)({loop.decode.splice_text})"
+    decl = f"const {loop.index_type} {var} = {proposal.spec.function_name(proposal.adapter)}({args}).x;"
+    edits = [Edit.replace(start, end, var) for start, end in loop.reads]
+    if not loop.braced:
+        edits += [Edit.insert(loop.insert_at, f"{{ {decl} "), Edit.insert(loop.body_end, " }")]
+    elif loop.inline:
+        edits.append(Edit.insert(loop.insert_at, f"{decl} "))
+    else:
+        edits.append(Edit.insert(loop.insert_at, f"{loop.indent}{decl}  // swzc: {proposal.spec.name}\n"))
+    return edits
 
 
 def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
@@ -150,6 +193,7 @@ def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edi
     if not accepted:
         return []
     var = variable_name(analysis)
+    tile_var = variable_name(analysis, tileloop.VARIABLE)
     edits: list[Edit] = []
     library_at: list[int] = []
     helpers_done: set[str] = set()
@@ -159,6 +203,9 @@ def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edi
         decode_text = kernel.decode.splice_text if kernel.decode is not None else None
         call = f"{fn}({_call_args(kernel, proposal.adapter, decode_text)})"
         library_at.append(kernel.library_at)
+        if kernel.tile_loop is not None:
+            edits += _tile_loop_edits(kernel, proposal, tile_var)
+            continue
         if kernel.uses:
             assert kernel.insert_at is not None
             decl = f"const uint3 {var} = {call};"

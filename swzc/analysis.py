@@ -7,7 +7,7 @@ tree nodes), which the passes and the pipeline read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -105,6 +105,12 @@ class TileLoop:
     count: str  # T as written in the loop condition
     count_splice: str | None  # T as it can be written at the top of the body; None if it cannot
     decode: Decode | None  # ``t / n`` and ``t % n`` inside the body: a logical 2D tile grid
+    reads: tuple[tuple[int, int], ...] = ()  # byte ranges of the body's reads of `var`, which the rewrite replaces
+    index_type: str = "unsigned"  # the declared type of `var`, which the swizzled copy takes
+    insert_at: int = 0  # where the swizzled tile index is declared: before the body's first statement
+    indent: str = ""
+    inline: bool = True  # the insertion point is mid-line
+    braced: bool = True  # the body is a { } block (else the rewrite adds the braces)
 
 
 # Hazard rules: what makes a block reorder unsafe.  The ones in READS_BLOCK_INDEX mean the kernel reads
@@ -119,7 +125,9 @@ HAZARD_RULES = {
     "macro-block-index": "a macro whose body reads the block index",
     "intrinsic-block-index": "reads the block index through an intrinsic",
     "asm-block-index": "inline assembly reads the block index",
-    "grid-stride": "a grid-stride or persistent loop",
+    "tile-loop": "a tile loop the swizzle could not reorder safely",
+    "side-effect": "an expression the splice would copy has a side effect",
+    "external-helper": "a rewritten helper other files could call",
     "syntax-error": "a part of the file tree-sitter cannot parse",
 }
 READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "syntax-error"})
@@ -165,20 +173,25 @@ class KernelInfo:
 
     @property
     def adapter(self) -> str:
+        if self.tile_loop is not None:  # the swizzle permutes the loop's tiles, (T / n) x n or one row of T
+            return "1d" if self.tile_loop.decode is not None else "linear"
         if self.decode is not None:
             return "1d"
         return "2d" if self.dims >= 2 else "linear"
 
     @property
     def shapes(self) -> tuple[Shape, ...] | None:
-        """The concrete grids (and decode divisors) of its launches; None unless every launch is known."""
+        """The concrete grids (and decode divisors) of its launches; None unless every launch is known.  For a
+        tile loop, the tile spaces (T, 1, 1, n) instead: what its swizzle permutes."""
         if not self.launches:
             return None
         shapes = []
+        decoded = self.tile_loop.decode if self.tile_loop is not None else self.decode
         for launch in self.launches:
-            if launch.grid is None or (self.decode is not None and launch.divisor is None):
+            size = launch.grid if self.tile_loop is None else (launch.tiles, 1, 1) if launch.tiles is not None else None
+            if size is None or (decoded is not None and launch.divisor is None):
                 return None
-            shapes.append((*launch.grid, launch.divisor or 0))
+            shapes.append((*size, launch.divisor or 0))
         return tuple(dict.fromkeys(shapes))
 
 
@@ -617,7 +630,7 @@ def _swizzled_by(body: Node) -> str:
     return next((c for c in map(_spliced_call, reads) if c), "")
 
 
-def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], volatile: set[str], grid_reads: list[Node]) -> list[Hazard]:
+def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], volatile: set[str]) -> list[Hazard]:
     found: list[Hazard] = []
     where = "" if name == "" else f" (in {name})"
     for node in walk(body):
@@ -646,30 +659,6 @@ def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], vol
                 found.append(Hazard(_line(node), f"reads the block index through {word} (line {_line(node)}){where}", "intrinsic-block-index"))
         elif kind == "gnu_asm_expression" and _ASM_BLOCK_INDEX.search(text(node)):
             found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}", "asm-block-index"))
-    found += _grid_strides(body, grid_reads, where)
-    return found
-
-
-def _grid_strides(body: Node, grid_reads: list[Node], where: str) -> list[Hazard]:
-    """`i += gridDim.x`, `i = i + stride` with `stride = blockDim.x * gridDim.x`: a grid-stride loop."""
-    grid_at = {(r.start_byte, r.end_byte) for r in grid_reads}
-    derived: set[str] = set()
-
-    def reads_grid(node: Node) -> bool:
-        return any((n.start_byte, n.end_byte) in grid_at or n.type == "identifier" and text(n) in derived for n in walk(node))
-
-    found = []
-    for node in walk(body):  # document order: a stride is declared before the loop that uses it
-        if node.type == "init_declarator" and node.child_by_field_name("value") is not None and reads_grid(node.child_by_field_name("value")):
-            derived.add(declared_name(node))
-        elif node.type == "assignment_expression":
-            op = text(node.child_by_field_name("operator"))
-            target = text(node.child_by_field_name("left"))
-            right = node.child_by_field_name("right")
-            steps = op in ("+=", "-=") or op == "=" and right is not None and re.search(rf"\b{re.escape(target)}\b", text(right))
-            if steps and right is not None and reads_grid(right):
-                found.append(Hazard(_line(node), f"grid-stride or persistent loop (line {_line(node)}){where}: the block "
-                                    "index is a starting point, not a tile; swzc does not remap these", "grid-stride"))
     return found
 
 
@@ -755,22 +744,39 @@ def _decode(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[Node | N
     return next(iter(divisors.values())), lines, None
 
 
-def _splice_text(divisor: Node, function: Node, insert_at: int) -> str | None:
-    """The divisor written so that it is valid at `insert_at`: locals declared later are replaced by their
-    initialiser (when it is their only definition), recursively."""
+def _splice_text(expr: Node, function: Node, insert_at: int, side_effect: Callable[[Node], str | None] = lambda _: None,
+                 label: str = "the divisor") -> tuple[str | None, Hazard | None]:
+    """`expr` written so that it is valid at `insert_at`: locals declared later are replaced by their
+    initialiser (when it is their only definition), recursively.  (None, None) when it cannot be written
+    there; (None, hazard) when the text it would copy has a side effect (`side_effect` says which): the
+    copy would run it again."""
     body = function.child_by_field_name("body")
     locals_: dict[str, list[Node]] = {}
-    assigned: set[str] = set()
+    writes: dict[str, list[Node]] = {}
     for node in walk(body):
         if node.type == "declaration":
             for decl in node.children_by_field_name("declarator"):
                 locals_.setdefault(declared_name(decl), []).append(decl)
         elif node.type in ("assignment_expression", "update_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            assigned.add(text(_strip(target)) if target is not None else "")
+            writes.setdefault(text(_strip(target)) if target is not None else "", []).append(node)
+    found: list[Hazard] = []
 
-    def render(expr: Node, depth: int) -> str | None:
+    def visible(decl: Node) -> bool:
+        """Declared in a block (or loop header) around `insert_at`, before it, and not changed from there on."""
+        statement = decl.parent
+        around = statement.parent if statement is not None else None
+        return (around is not None and statement.end_byte <= insert_at and around.start_byte <= insert_at < around.end_byte
+                and all(w.end_byte <= insert_at and not _inside_loop_with(w, insert_at, body) for w in writes.get(declared_name(decl), ())))
+
+    def render(expr: Node, depth: int, copied_from: str) -> str | None:
         if depth > 6:
+            return None
+        effect = side_effect(expr)
+        if effect is not None:
+            where = "has a side effect" if not copied_from else f"would be copied from the initialiser of {copied_from}, which has a side effect"
+            found.append(Hazard(_line(expr), f"{label} {where} ({effect}, line {_line(expr)}): the swizzle call would "
+                                "run it again", "side-effect"))
             return None
         pieces: list[tuple[int, int, str]] = []
         for node in walk(expr):
@@ -781,14 +787,12 @@ def _splice_text(divisor: Node, function: Node, insert_at: int) -> str | None:
             if not decls:
                 continue  # a parameter, template parameter, global or macro: visible everywhere in the body
             decl = decls[0]
-            statement = decl.parent
-            visible = len(decls) == 1 and statement is not None and statement.parent == body and statement.end_byte <= insert_at
-            if visible and name not in assigned:
+            if len(decls) == 1 and visible(decl):
                 continue
             value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
-            if len(decls) != 1 or name in assigned or value is None or value.type in ("argument_list", "initializer_list"):
+            if len(decls) != 1 or name in writes or value is None or value.type in ("argument_list", "initializer_list"):
                 return None
-            inner = render(value, depth + 1)
+            inner = render(value, depth + 1, name)
             if inner is None:
                 return None
             whole = (node.start_byte, node.end_byte) == (expr.start_byte, expr.end_byte)
@@ -798,7 +802,8 @@ def _splice_text(divisor: Node, function: Node, insert_at: int) -> str | None:
             out = out[:start] + repl + out[end:]
         return " ".join(out.split())
 
-    return render(divisor, 0)
+    rendered = render(expr, 0, "")
+    return rendered, (found[0] if found else None)
 
 
 def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[tuple[str, Node, Launch, list[Node], list[Node]]]:
@@ -913,7 +918,11 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> FileAnalysis:
     """The file's kernels as frozen records.  `user` holds --set bindings, `context` the build's include
     folders and defines, `facts` launches known from outside the file (--grid/--block, or observed)."""
+    from swzc import tileloop
+    from swzc.splice_safety import external_linkage, side_effect_in
+
     pre, scope = prepared(src, user or {}, context)
+    side_effect = side_effect_in(src.tree.root_node, scope.macros)
     block_macros = _block_macros(pre.bodies)
     volatile = _volatile_names(src.tree.root_node)
     kernels: dict[str, Node] = {}
@@ -931,14 +940,12 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
 
     # helpers: what each device function reads and calls
     helper_uses: dict[str, list[BlockUse]] = {}
-    helper_grid: dict[str, list[Node]] = {}
     helper_at: dict[str, int] = {}
     calls: dict[str, set[str]] = {}
     for name, defs in device.items():
         for function, item in defs:
-            uses, grid = _uses_in(src, function.child_by_field_name("body"), name)
+            uses, _ = _uses_in(src, function.child_by_field_name("body"), name)
             helper_uses.setdefault(name, []).extend(uses)
-            helper_grid.setdefault(name, []).extend(grid)
             helper_at[name] = min(helper_at.get(name, len(src.data)), _library_at(src, item))
             calls.setdefault(name, set()).update(_calls(function, device))
 
@@ -956,13 +963,21 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         helpers = tuple(sorted(h for h in reached if helper_uses.get(h)))
         for h in helpers:
             callers.setdefault(h, []).append(name)
-        hazards = _hazards(src, "", body, block_macros, volatile, grid_reads)
+        hazards = _hazards(src, "", body, block_macros, volatile)
         for h in sorted(reached):
             for hfunc, _ in device[h]:
-                hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile, helper_grid.get(h, []))
+                hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile)
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         hazards += _syntax_hazards(src, spans)
+        for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
+            via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
+            for hfunc, _ in device[h] if via is not None else ():
+                if external_linkage(hfunc):
+                    what = "reads the block index" if via == h else f"calls {via}, which reads the block index,"
+                    hazards.append(Hazard(_line(hfunc), f"helper {h} (line {_line(hfunc)}) {what} and has external "
+                                          "linkage: under -rdc another file could call it from a kernel swzc does not "
+                                          "rewrite; declare it static to let swzc rewrite it", "external-helper"))
         header = src.data[function.start_byte : body.start_byte]
         if b"__cluster_dims__" in header:
             hazards.append(Hazard(_line(function), "thread-block clusters (__cluster_dims__): cluster mates are consecutive blocks", "cluster"))
@@ -975,8 +990,14 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             notes.append(note)
         decode = None
         if divisor is not None:
-            splice = _splice_text(divisor, function, insert_at) if insert_at is not None else None
-            decode = Decode(" ".join(text(divisor).split()), splice, tuple(decode_lines))
+            divisor_text = " ".join(text(divisor).split())
+            splice, effect = (_splice_text(divisor, function, insert_at, side_effect, f"the tile decode divisor {divisor_text!r}")
+                              if insert_at is not None else (None, None))
+            hazards += [effect] if effect is not None else []
+            decode = Decode(divisor_text, splice, tuple(decode_lines))
+        tiles = tileloop.find(function, uses, grid_reads, scope, side_effect)
+        hazards += tiles.hazards
+        notes += tiles.notes
         params, tparams = parameters(function)
         mine = []
         for kname, _, record, targs, kargs, host in launches_of.get(name, ()):
@@ -998,14 +1019,17 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 kscope = local_scope(function, divisor.start_byte, scope.child(bound))
                 value = _Evaluator(kscope).value(divisor)
                 record = replace(record, divisor=int(value) if value is not None else None)
+            if tiles.loop is not None:
+                count, columns = tileloop.launch_values(tiles.loop, function, scope.child(bound))
+                record = replace(record, tiles=count, divisor=columns)
             mine.append(record)
         if facts and facts.get(name):
             mine = _with_facts(src, function, mine, facts[name], scope, divisor)
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
-        swizzled_by = _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
+        swizzled_by = tiles.swizzled_by or _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
         records.append(
             KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
-                       tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by)
+                       tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop)
         )
     records += _kernels_in_errors(src, {r.name for r in records})
     helper_records = {

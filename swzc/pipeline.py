@@ -189,14 +189,35 @@ def _check_bindings(src: source.SourceFile, analysis: FileAnalysis, bindings: Ma
 def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel,
                  bindings: Mapping[str, Value]) -> dict[int, Ranking | str]:
     """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank)."""
-    return {i: rank(src, k, hw, bindings) for i, k in enumerate(analysis.kernels) if block_swizzle.refusal(analysis, i) is None}
+    return {i: _rank(src, k, hw, bindings) for i, k in enumerate(analysis.kernels) if block_swizzle.refusal(analysis, i) is None}
 
 
-def _proof_text(proof: Proof) -> str:
+def _rank(src: source.SourceFile, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value]) -> Ranking | str:
+    got = rank(src, kernel, hw, bindings)
+    loop = kernel.tile_loop
+    if loop is not None and isinstance(got, Ranking):
+        # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
+        # blocks, which the swizzle does not move.
+        launch = next((la for la in kernel.launches if la.grid is not None), None)
+        rows, cols, _ = got.footprint.tiles
+        if launch is None or launch.tiles is None or rows * cols != launch.tiles:
+            return f"the L2 model does not follow the tile loop over {loop.var} (line {loop.line})"
+    return got
+
+
+def _proof_text(proof: Proof, kernel: KernelInfo) -> str:
+    if kernel.tile_loop is not None:  # proven over the tiles the loop walks, not over the blocks
+        if proof.sampled:
+            return f"bijection on {len(proof.shapes)} sample tile spaces (the file does not fix this loop's tile count)"
+        return f"bijection on tile space {_tile_spaces(proof.shapes)}"
     if proof.sampled:
         return f"bijection on {len(proof.shapes)} sample grids (the file does not fix this kernel's grid)"
     shapes = ", ".join(f"{x}x{y}x{z}" + (f" n={n}" if n else "") for x, y, z, n in proof.shapes)
     return f"bijection on grid {shapes}"
+
+
+def _tile_spaces(shapes: tuple[tuple[int, int, int, int], ...]) -> str:
+    return ", ".join(f"T={t}" + (f" n={n}" if n else "") for t, _, _, n in shapes)
 
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
@@ -327,8 +348,11 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
                 )
             proofs[index] = proof
             if proof.identity:
-                shapes = ", ".join(f"{x}x{y}x{z}" for x, y, z, _ in proof.shapes)
-                decisions[index] = Decision(index, "declined", f"{proof.spec} leaves every block in place on grid {shapes}")
+                if analysis.kernels[index].tile_loop is not None:
+                    where = f"tile in place on tile space {_tile_spaces(proof.shapes)}"
+                else:
+                    where = "block in place on grid " + ", ".join(f"{x}x{y}x{z}" for x, y, z, _ in proof.shapes)
+                decisions[index] = Decision(index, "declined", f"{proof.spec} leaves every {where}")
                 del proposals[index]
 
     unranked = [i for i, d in decisions.items() if d.status == "unranked"]
@@ -361,7 +385,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
         if index in accepted:
             p = accepted[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, "rewritten", _describe(kernel, p), p.spec.name,
-                                          p.adapter, grids, _proof_text(proofs[index]), p.note, table))
+                                          p.adapter, grids, _proof_text(proofs[index], kernel), p.note, table))
         else:
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
@@ -391,6 +415,11 @@ def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, 
 
 
 def _describe(kernel: KernelInfo, proposal: Proposal) -> str:
+    loop = kernel.tile_loop
+    if loop is not None:
+        shape = f"decoded into tiles of {loop.decode.divisor} columns" if loop.decode else "one row of tiles"
+        return (f"{proposal.spec.name} over the tile loop at line {loop.line} ({loop.count} tiles, {shape}); "
+                f"{len(loop.reads)} read(s) of {loop.var} in its body rewritten")
     where = {
         "2d": "2D grid (rows blockIdx.y)",
         "1d": f"1D grid decoded into tiles of {kernel.decode.divisor if kernel.decode else '?'} columns",

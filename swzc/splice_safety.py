@@ -1,0 +1,108 @@
+"""Two rules of the rewrite itself: what it may copy, and which functions it may change.
+
+- The spliced swizzle call repeats a tile count or a decode divisor, and where a local is declared after
+  the insertion point, its initialiser (`num_pid_n` becomes `CDIV(N, BN)`).  That text runs once more, so
+  it must be free of side effects: no call other than pure arithmetic (min, max, casts, macros that expand
+  to arithmetic), no atomic, no `++`/`--`, no assignment.
+- A rewritten `__device__` helper must not be reachable from a kernel swzc does not see.  With external
+  linkage, a file compiled with `-rdc` can declare the helper and call it from its own kernel, which would
+  then read the swizzled index of a grid that was never swizzled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from tree_sitter import Node
+
+from swzc.analysis import _callee, function_name, functions, walk
+from swzc.analysis import text as node_text
+from swzc.evaluate import Macro, expression_of
+
+# Calls that compute a value from their arguments and nothing else.
+PURE_CALLS = frozenset({
+    "min", "max", "umin", "umax", "llmin", "llmax", "ullmin", "ullmax", "fmin", "fmax", "fminf", "fmaxf",
+    "abs", "labs", "llabs", "fabs", "fabsf", "ceil", "ceilf", "floor", "floorf", "round", "roundf",
+    "static_cast", "reinterpret_cast", "const_cast", "__mul24", "__umul24", "__mulhi", "__umulhi",
+    "__popc", "__popcll", "__clz", "__clzll", "__ffs", "__ffsll",
+})
+_FUNCTIONAL_CAST = re.compile(r"^(unsigned|signed|int|long|short|char|size_t|u?int(8|16|32|64)_t|float|double|uint|dim3)$")
+_ASSIGNMENTS = ("assignment_expression", "update_expression", "new_expression", "delete_expression",
+                "co_await_expression", "throw_expression")
+_MAX_MACRO_DEPTH = 8
+
+
+def side_effect_in(root: Node, macros: Mapping[str, Macro | None]) -> Callable[[Node], str | None]:
+    """`side_effect` for expressions of this file: its macros, and its functions whose whole body is
+    `return <expression without side effect>;` (such as `constexpr int cdiv(int a, int b)`), which are pure."""
+    returns: dict[str, list[Node | None]] = {}
+    for function, _ in functions(root):
+        body = function.child_by_field_name("body")
+        statements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        single = statements[0] if len(statements) == 1 and statements[0].type == "return_statement" else None
+        value = single.named_children[0] if single is not None and single.named_child_count == 1 else None
+        returns.setdefault(function_name(function), []).append(value)  # every overload must be pure
+    pure: set[str] = set()
+    changed = True
+    while changed:  # a pure function may call pure functions
+        changed = False
+        for name, values in returns.items():
+            if name not in pure and all(v is not None and side_effect(v, macros, frozenset(pure)) is None for v in values):
+                pure.add(name)
+                changed = True
+    known = frozenset(pure)
+    return lambda expr: side_effect(expr, macros, known)
+
+
+def side_effect(expr: Node, macros: Mapping[str, Macro | None], pure: frozenset[str] = frozenset(), depth: int = 0) -> str | None:
+    """What in `expr` does more than compute a value (e.g. "a call to next_tile()"), or None.  `pure` names
+    functions of the file known to compute a value and nothing else."""
+    for node in walk(expr):
+        kind = node.type
+        if kind in _ASSIGNMENTS:
+            what = {"assignment_expression": "an assignment", "update_expression": "++ or --"}.get(kind, kind.replace("_", " "))
+            return f"{what} ({' '.join(node_text(node).split())})"
+        if kind == "call_expression":
+            function = node.child_by_field_name("function")
+            name = _callee(node)
+            if function is not None and function.type in ("primitive_type", "sized_type_specifier", "type_identifier") \
+                    or _FUNCTIONAL_CAST.match(name):
+                continue  # int(x): a cast written as a call
+            if function is not None and function.type == "identifier" and name in macros:
+                continue  # a function-like macro: its body is checked where its name is met below
+            if name in PURE_CALLS or name in pure:
+                continue
+            if name.startswith(("atomic", "__atomic", "__hip_atomic")):
+                return f"an atomic ({name})"
+            return f"a call to {name}()"
+        if kind == "identifier" and node_text(node) in macros:
+            name = node_text(node)
+            macro = macros[name]
+            if macro is None:
+                return f"macro {name}, which is defined more than once"
+            if depth >= _MAX_MACRO_DEPTH:
+                return f"macro {name}, which expands too deeply to check"
+            body = expression_of(macro.body) if macro.body.strip() else None
+            if body is None:
+                if macro.body.strip() == "":
+                    continue
+                return f"macro {name}, which does not expand to an expression"
+            inner = side_effect(body, macros, pure, depth + 1)
+            if inner is not None:
+                return f"macro {name}, which expands to {inner}"
+    return None
+
+
+def external_linkage(function: Node) -> bool:
+    """A function another file could call: not static, not in an anonymous namespace, not a template."""
+    if any(child.type == "storage_class_specifier" and node_text(child) == "static" for child in function.children):
+        return False
+    parent = function.parent
+    while parent is not None:
+        if parent.type == "template_declaration":
+            return False
+        if parent.type == "namespace_definition" and parent.child_by_field_name("name") is None:
+            return False
+        parent = parent.parent
+    return True
