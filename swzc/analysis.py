@@ -1024,7 +1024,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 record = replace(record, tiles=count, divisor=columns)
             mine.append(record)
         if facts and facts.get(name):
-            mine = _with_facts(src, function, mine, facts[name], scope, divisor)
+            mine = _with_facts(src, function, mine, facts[name], scope, divisor, tiles.loop)
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
         swizzled_by = tiles.swizzled_by or _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
         records.append(
@@ -1045,7 +1045,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
 
 
 def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: tuple[LaunchFact, ...], scope: Scope,
-                divisor: Node | None) -> list[Launch]:
+                divisor: Node | None, loop: TileLoop | None = None) -> list[Launch]:
     """The kernel's launches with what the user or a run says of them.  A --grid or --block that disagrees
     with a launch the file fixes is an input error naming both; a size the file leaves open is filled.
     Observed launches are what ran: they replace the file's (the most frequent first)."""
@@ -1067,11 +1067,15 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
             shown = lambda d: f"dim3({', '.join(map(str, d))})" if d else ""  # noqa: E731
             out.append(Launch(name, 0, fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
                               bindings=tuple(sorted(fact.args))))
-    if divisor is not None:
-        for i, launch in enumerate(out):
-            if launch.divisor is None:
-                value = _Evaluator(local_scope(function, divisor.start_byte, scope.child(dict(launch.bindings)))).value(divisor)
-                out[i] = replace(launch, divisor=int(value) if value is not None else None)
+    from swzc import tileloop
+
+    for i, launch in enumerate(out):
+        if loop is not None and launch.tiles is None:
+            count, columns = tileloop.launch_values(loop, function, scope.child(dict(launch.bindings)))
+            out[i] = replace(launch, tiles=count, divisor=columns)
+        elif divisor is not None and launch.divisor is None:
+            value = _Evaluator(local_scope(function, divisor.start_byte, scope.child(dict(launch.bindings)))).value(divisor)
+            out[i] = replace(launch, divisor=int(value) if value is not None else None)
     return out
 
 

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swzc import processes
+from swzc import processes, tileloop
 from swzc.analysis import KernelInfo, Launch, file_scope, functions, function_name, kernel_function, local_scope, parameter_list
 from swzc.errors import SwzcError
 from swzc.evaluate import Evaluator, Scope, Value, expression_of
@@ -549,7 +549,10 @@ def observed_launches(src: SourceFile, kernel: KernelInfo, run: ObservedRun) -> 
         record = Launch(kernel.name, static.line if static is not None else kernel.line, "observed",
                         "x".join(map(str, launch.grid)), "x".join(map(str, launch.block)), launch.grid, launch.block,
                         bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
-        if kernel.decode is not None and function is not None:
+        if kernel.tile_loop is not None and function is not None:
+            count, columns = tileloop.launch_values(kernel.tile_loop, function, file_scope(src, {}).child(bound))
+            record = replace(record, tiles=count, divisor=columns)
+        elif kernel.decode is not None and function is not None:
             divisor = expression_of(kernel.decode.splice_text or kernel.decode.divisor)
             at = kernel.insert_at if kernel.insert_at is not None else function.start_byte
             value = Evaluator(local_scope(function, at, file_scope(src, {}).child(bound))).value(divisor) if divisor else None

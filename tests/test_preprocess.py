@@ -252,3 +252,21 @@ def test_compile_check_gets_the_build_flags(tmp_path):
     doc = json.loads(result.stdout)
     assert doc["compile"]["status"] == "ok", doc["compile"]
     assert "-DNI=4096" in doc["compile"]["command"]
+
+
+def test_grid_for_a_tile_loop_kernel_launched_elsewhere_gets_its_tile_count(tmp_path):
+    text = """\
+__global__ void persistent(const float* in, float* out, int tiles_m, int tiles_n) {
+  for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+    const int tm = tile / tiles_n, tn = tile % tiles_n;
+    out[(tm * 16 + threadIdx.y) * tiles_n * 16 + tn * 16 + threadIdx.x] = in[(tm * 16 + threadIdx.y) * tiles_n * 16 + tn * 16 + threadIdx.x];
+  }
+}
+"""
+    (tmp_path / "k.cu").write_text(text)
+    from swzc.pipeline import analyze_file, parse_bindings, parse_launch_facts
+
+    _, analysis = analyze_file(str(tmp_path / "k.cu"), parse_bindings(["tiles_m=64", "tiles_n=32"]),
+                               facts=parse_launch_facts(["persistent=132"], ["persistent=16,16"]))
+    (launch,) = analysis.kernels[0].launches
+    assert (launch.grid, launch.tiles, launch.divisor) == ((132, 1, 1), 2048, 32)
