@@ -140,7 +140,7 @@ def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, 
             names = tuple(_text(p) for p in params.named_children if p.type == "identifier") if params else ()
             state.define(table, _text(child.child_by_field_name("name")), Macro(names, _text(child.child_by_field_name("value")).strip()))
         elif kind == "preproc_call":
-            if _text(child.child_by_field_name("directive")).strip() == "#undef":
+            if "".join(_text(child.child_by_field_name("directive")).split()) == "#undef":
                 table.pop(_text(child.child_by_field_name("argument")).strip(), None)
         elif kind == "preproc_include":
             path = child.child_by_field_name("path")
@@ -217,7 +217,7 @@ def _join(tables: list[dict[str, Macro | None]]) -> dict[str, Macro | None]:
 
 
 def _truth(branch: Node, condition: Node | None, table: Mapping[str, Macro | None], state: _State) -> bool | None:
-    directive = _text(branch.children[0]).strip() if branch.children else ""
+    directive = "".join(_text(branch.children[0]).split()) if branch.children else ""  # `# ifdef` is `#ifdef`
     if directive == "#else":
         return True
     if condition is None:

@@ -81,6 +81,11 @@ def test_defines_choose_another_branch():
     assert file_scope(src, {}, context).resolve_type("DATA_TYPE") == "double"
 
 
+def test_directives_spelled_with_spaces_after_the_hash():
+    src = load_bytes("k.cu", b"# ifndef N\n#  define N 64\n# endif\n#  ifdef N\n# define M 2\n# endif\n# undef K\n# define K 3\n")
+    assert value(src, "M") == 2 and value(src, "N") == 64
+
+
 def test_a_condition_it_cannot_decide_joins_the_branches():
     src = load_bytes("k.cu", b"#ifdef __CUDA_ARCH__\n#define W 32\n#else\n#define W 16\n#endif\n#define SAME 4\n")
     assert value(src, "W") is None and value(src, "SAME") == 4
