@@ -130,7 +130,7 @@ def _buffer_shape(fp: Footprint | str, name: str, ctype: str) -> tuple[int | Non
     if isinstance(fp, str):
         return None, "inout"
     mine = [a for a in fp.accesses if a.array == name]
-    if not mine or any(u.split(":")[1].strip() == name for u in fp.unknown if ":" in u):
+    if not mine or any(u.array == name for u in fp.unknown):
         return None, "inout"
     elem = ELEMENT_BYTES.get(ctype, mine[0].elem_bytes)
     furthest = max(

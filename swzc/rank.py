@@ -8,12 +8,12 @@ declined) unless the best candidate raises the predicted hit rate by `MARGIN_POI
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from swzc.analysis import KernelInfo
 from swzc.evaluate import Value
-from swzc.footprint import Footprint, footprint
+from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.hw import HardwareModel
 from swzc.l2model import L2Model, Prediction
 from swzc.prove import dispatch_maps
@@ -60,19 +60,21 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     fp = footprint(src, kernel, index, user)
     if isinstance(fp, str):
         return fp
+    blind = [u for u in fp.unknown if u.reads]
+    if blind:  # a stream the model would leave out: it would rank the rest, and rank wrong
+        return f"the model cannot follow {len(blind)} global read(s): {_listed(blind)}"
     if not any(not a.write for a in fp.accesses):
-        why = "; ".join(fp.unknown[:2]) or "no global reads"
-        return f"no read the model can follow ({why})"
-    launch = kernel.launches[index]
-    divisor = launch.divisor or 0
-    specs = specs if specs is not None else candidates(kernel.adapter, fp.tiles, hw)
-    maps = dispatch_maps([(s, kernel.adapter) for s in specs], (*fp.grid, divisor))
+        unwritten = f" (writes not followed: {_listed(fp.unknown)})" if fp.unknown else ""
+        return f"no data to share: the kernel reads no global memory{unwritten}"
+    divisor = fp.divisor
+    specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
+    maps = dispatch_maps([(s, fp.adapter) for s in specs], (*fp.grid, divisor))
     model = L2Model(fp, hw)
-    predictions = sorted((model.predict(s.name, order, kernel.adapter, divisor) for s, order in zip(specs, maps)),
+    predictions = sorted((model.predict(s.name, order, fp.adapter, divisor) for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
-    partial = f" ({len(fp.unknown)} access(es) not modelled)" if fp.unknown else ""
+    partial = f" (writes not modelled: {_listed(fp.unknown)})" if fp.unknown else ""
     if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
@@ -80,6 +82,12 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
     return Ranking(fp, tuple(predictions), best.candidate, reason)
+
+
+def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:
+    """The first few unknown accesses, with their lines."""
+    more = f"; and {len(unknown) - most} more" if len(unknown) > most else ""
+    return "; ".join(str(u) for u in unknown[:most]) + more
 
 
 def _mb(p: Prediction) -> str:
