@@ -413,6 +413,14 @@ def _where(node: Node, ctx: _Ctx | None) -> Node:
     return node if ctx is None else ctx.anchor(node)
 
 
+def _home(ctx: _Ctx | None) -> _Ctx | None:
+    """The helper whose body holds the code a context reads (None: the kernel's own body): where the
+    definitions of its locals are read."""
+    while ctx is not None and not ctx.real:
+        ctx = ctx.outer
+    return ctx
+
+
 def _kernel_line(node: Node, ctx: _Ctx | None) -> int:
     """The line in the kernel's own body: inside a macro or helper, the line of the call."""
     while ctx is not None:
@@ -448,18 +456,8 @@ class _Kernel:
         self.loop_nodes: dict[str, Node] = {}
         self.cache: dict[tuple[int, int, str], Affine] = {}
         self.params = {p.name: p for p in parameter_list(function)}
-        self.param_types: dict[str, str] = {}  # pointer parameter -> the type it points to
-        declarator = function.child_by_field_name("declarator")
-        plist = None
-        while declarator is not None and plist is None:
-            plist = declarator.child_by_field_name("parameters") if declarator.type == "function_declarator" else None
-            declarator = declarator.child_by_field_name("declarator")
-        for p in plist.named_children if plist is not None else []:
-            if p.type.endswith("parameter_declaration"):
-                decl = p.child_by_field_name("declarator")
-                stars = text(decl).count("*") + text(decl).count("[")
-                if stars:
-                    self.param_types[declared_name(decl)] = " ".join(text(p.child_by_field_name("type")).split()) + "*" * (stars - 1)
+        # pointer parameter -> the type it points to
+        self.param_types = {declared_name(decl): t for decl, t in _pointer_parameters(function)}
         self.helpers: dict[str, Node] = {}
         self.globals: dict[str, str | None] = {}  # file-scope arrays: name -> element type (None: not global memory)
         for f, _ in functions(src.tree.root_node):
@@ -479,6 +477,9 @@ class _Kernel:
         self.kinds: dict[str, list[tuple[Node, str, str]]] = {}  # name -> (declaration, "pointer"/"auto"/"local", type)
         for root in (self.body, *(f.child_by_field_name("body") for f in self.helpers.values())):
             self._collect(root)
+        for helper in self.helpers.values():  # a helper's pointer parameters are pointers (bound at each call)
+            for decl, type_text in _pointer_parameters(helper):
+                self.kinds.setdefault(declared_name(decl), []).append((decl, "pointer", type_text))
         self.sets: dict[str, _Set] = {}
         self.reaches: dict[Atom, frozenset[str]] = {}
         # A thread index divided by d and taken modulo d (warp and lane) becomes two independent digits:
@@ -733,21 +734,22 @@ class _Kernel:
         if tile is not None and name == tile.var and tile.body_start <= at.start_byte < tile.body_end:
             return self._tile_index("x")  # inside the tile loop, its variable is the linear tile index
         found = self._reaching(name, at)
+        home = _home(ctx)
         if found is not None:
             where, value = found
             loop = _loop_of(where)
             if loop is not None:
-                base = self._loop_var(name, where, loop, depth)
+                base = self._loop_var(name, where, loop, depth, home)
             else:
                 if _conditional_between(where, at):
                     raise _CannotFollow(f"{name} is assigned under a condition or in a loop")
                 if value is None:
                     raise _CannotFollow(f"{name} has no initialiser")
-                base = self.value(value, None, depth)
-            return base + self._moved(name, where, at, 1, depth)
+                base = self.value(value, home, depth)
+            return base + self._moved(name, where, at, 1, depth, home)
         if name in self.params and name not in self.param_types and self.moves.get(name):
             base = self._constant(node)
-            return base + self._moved(name, None, at, 1, depth)
+            return base + self._moved(name, None, at, 1, depth, home)
         try:
             return self._constant(node)
         except _CannotFollow:
@@ -813,10 +815,10 @@ class _Kernel:
     def _reaching(self, name: str, use: Node) -> tuple[Node, Node | None] | None:
         """The definition of `name` that reaches `use` in straight-line code: the last one before it, in
         the same function, whose declaration's scope holds the use."""
-        home = _function_of(use)
+        function_at = _function_of(use)
         found = None
         for where, value in self.defs.get(name, []):
-            if where.start_byte >= use.start_byte or _function_of(where) != home:
+            if where.start_byte >= use.start_byte or _function_of(where) != function_at:
                 continue
             if where.end_byte > use.start_byte and where.type != "init_declarator":
                 continue
@@ -827,14 +829,14 @@ class _Kernel:
             found = (where, value)
         return found
 
-    def _moved(self, name: str, where: Node | None, use: Node, unit: int, depth: int) -> Affine:
+    def _moved(self, name: str, where: Node | None, use: Node, unit: int, depth: int, home: _Ctx | None) -> Affine:
         """How far `name` has moved from its definition `where` (None: the start of the kernel) by `use`,
         through `x += e`, `x++`, `x = x + e` in straight-line code or once per iteration of a loop that
         holds the use; in units of `unit` (the pointee's size for a pointer)."""
         total = Affine.of(0)
-        home = _function_of(use)
+        function_at = _function_of(use)
         for move, step_node, sign in self.moves.get(name, []):
-            if _function_of(move) != home or (where is not None and move.start_byte < where.end_byte):
+            if _function_of(move) != function_at or (where is not None and move.start_byte < where.end_byte):
                 continue
             if not sign:
                 raise _CannotFollow(f"{name} changes at line {_line(move)} in a way the analysis does not follow")
@@ -845,7 +847,7 @@ class _Kernel:
                 raise _CannotFollow(f"{name} moves under a condition at line {_line(move)}")
             if loop is None or (where is not None and loop.start_byte <= where.start_byte < loop.end_byte):
                 if move.end_byte <= use.start_byte:
-                    total = total + self._step_of(step_node, sign, unit, depth)
+                    total = total + self._step_of(step_node, sign, unit, depth, home)
                 continue
             if not (loop.start_byte <= use.start_byte < loop.end_byte):
                 if loop.start_byte > use.start_byte and not _inside_loop_with(use, loop):
@@ -855,11 +857,11 @@ class _Kernel:
                 raise _CannotFollow(f"{name} moves in a nested loop at line {_line(loop)}")
             if where is None and _loops_around(loop):
                 raise _CannotFollow(f"{name} moves in a nested loop at line {_line(loop)}")
-            step = self._step_of(step_node, sign, unit, depth)
+            step = self._step_of(step_node, sign, unit, depth, home)
             if any(s in self.loop_nodes and loop.start_byte <= self.loop_nodes[s].start_byte < loop.end_byte
                    for s in _symbols(step)):
                 raise _CannotFollow(f"{name} moves by a step that changes in the loop at line {_line(loop)}")
-            iterations = self._iterations(loop, depth)
+            iterations = self._iterations(loop, depth, home)
             total = total + self._binary_values("*", iterations, step, move)
             header = loop.child_by_field_name("body")
             in_header = header is not None and not (header.start_byte <= move.start_byte < header.end_byte)
@@ -867,11 +869,11 @@ class _Kernel:
                 total = total + step  # already moved in this iteration
         return total
 
-    def _step_of(self, node: Node | None, sign: int, unit: int, depth: int) -> Affine:
-        step = Affine.of(1) if node is None else self.value(node, None, depth)
+    def _step_of(self, node: Node | None, sign: int, unit: int, depth: int, home: _Ctx | None) -> Affine:
+        step = Affine.of(1) if node is None else self.value(node, home, depth)
         return step.scale(sign * unit)
 
-    def _iterations(self, loop: Node, depth: int) -> Affine:
+    def _iterations(self, loop: Node, depth: int, home: _Ctx | None) -> Affine:
         """Completed iterations of a `for` loop, at a point inside it."""
         if loop.type != "for_statement":
             raise _CannotFollow(f"moves in a loop at line {_line(loop)} without a counter")
@@ -884,8 +886,8 @@ class _Kernel:
         name = _loop_var_name(loop)
         if where is None or not name:
             raise _CannotFollow(f"moves in the loop at line {_line(loop)}, which has no counter")
-        var = self._loop_var(name, where, loop, depth)
-        record = self.loops[_loop_symbol(name, where)]
+        var = self._loop_var(name, where, loop, depth, home)
+        record = self.loops[_loop_symbol(name, where, home)]
         moved = var - record.block - record.start
         step = abs(record.step)
         moved = moved.scale(1 if record.step > 0 else -1)
@@ -893,12 +895,12 @@ class _Kernel:
             return Affine(tuple((s, c // step) for s, c in moved.terms), moved.const // step)
         return _op("/", moved, Affine.of(step))
 
-    def _loop_var(self, name: str, where: Node, loop: Node, depth: int) -> Affine:
-        symbol = _loop_symbol(name, where)
+    def _loop_var(self, name: str, where: Node, loop: Node, depth: int, home: _Ctx | None) -> Affine:
+        symbol = _loop_symbol(name, where, home)
         if symbol not in self.loops:
             self.loop_nodes[symbol] = loop
             value = where.child_by_field_name("value") if where.type == "init_declarator" else where.child_by_field_name("right")
-            start = self.value(value, None, depth)
+            start = self.value(value, home, depth)
             cond = loop.child_by_field_name("condition")
             if cond is not None and cond.type == "condition_clause":
                 cond = cond.named_children[-1] if cond.named_children else None
@@ -912,8 +914,8 @@ class _Kernel:
                 left, right, op = right, left, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
             if text(left) != name or op not in ("<", "<=", ">", ">=", "!="):
                 raise _CannotFollow(f"loop over {name} with the condition {_short(cond)}")
-            bound = self.value(right, None, depth)
-            step = _step(loop.child_by_field_name("update"), name, self)
+            bound = self.value(right, home, depth)
+            step = _step(loop.child_by_field_name("update"), name, self, home)
             if not step:
                 raise _CannotFollow(f"loop over {name} with a step the analysis cannot read")
             if op == "!=":
@@ -1037,26 +1039,27 @@ class _Kernel:
         if kind is not None and kind[1] == "local":
             return None
         found = self._reaching(name, at)
+        home = _home(ctx)
         if found is not None and (kind is not None or name in self.param_types):
             where, value = found
             if _loop_of(where) is not None:
                 raise _CannotFollow(f"a pointer that is a loop variable: {name}")
             if _conditional_between(where, at):
                 defs = [v for w, v in self.defs.get(name, []) if _function_of(w) == _function_of(at)]
-                if all(v is not None and self._points_local(v) for v in defs):
+                if all(v is not None and self._points_local(v, home) for v in defs):
                     return None
                 raise _CannotFollow(f"{name} is assigned under a condition or in a loop")
             if value is None:
                 raise _CannotFollow(f"{name} has no initialiser")
-            base = self.address(value, None, depth)
+            base = self.address(value, home, depth)
             if base is None:
                 return None
             if kind is not None and kind[1] == "pointer":
                 base = replace(base, pointee=kind[2])
-            return self._moved_address(base, name, where, at, depth)
+            return self._moved_address(base, name, where, at, depth, home)
         if name in self.param_types and _function_of(at) == self.function.start_byte:
             base = _Address(name, Affine.of(0), self.param_types[name])
-            return self._moved_address(base, name, None, at, depth)
+            return self._moved_address(base, name, None, at, depth, home)
         if name in self.globals:
             element = self.globals[name]
             return None if element is None else _Address(name, Affine.of(0), element)
@@ -1068,20 +1071,21 @@ class _Kernel:
             return self.address(expression_of(macro.body), _nested({}, at, False, ctx), depth)
         raise _CannotFollow(f"{name} is not a kernel parameter or a local")
 
-    def _moved_address(self, base: _Address, name: str, where: Node | None, at: Node, depth: int) -> _Address:
+    def _moved_address(self, base: _Address, name: str, where: Node | None, at: Node, depth: int,
+                       home: _Ctx | None) -> _Address:
         if not self.moves.get(name):
             return base
         size = self.sizeof(base.pointee)
         if not size:
             raise _CannotFollow(f"the size of {base.pointee or 'its element type'} is not known")
-        return replace(base, offset=base.offset + self._moved(name, where, at, size, depth))
+        return replace(base, offset=base.offset + self._moved(name, where, at, size, depth, home))
 
     def _kind(self, name: str, at: Node) -> tuple[Node, str, str] | None:
         """The declaration of a local `name` visible at `at`: (declaration, kind, pointee type)."""
-        home = _function_of(at)
+        function_at = _function_of(at)
         found = None
         for decl, kind, type_text in self.kinds.get(name, []):
-            if decl.start_byte >= at.start_byte or _function_of(decl) != home:
+            if decl.start_byte >= at.start_byte or _function_of(decl) != function_at:
                 continue
             scope = _scope_of(decl)
             if scope is not None and not (scope.start_byte <= at.start_byte < scope.end_byte):
@@ -1113,9 +1117,9 @@ class _Kernel:
             return kind[1] == "local"
         return name in self.globals and self.globals[name] is None
 
-    def _points_local(self, value: Node) -> bool:
+    def _points_local(self, value: Node, home: _Ctx | None) -> bool:
         try:
-            return self.address(value) is None
+            return self.address(value, home) is None
         except _CannotFollow:
             return False
 
@@ -1399,6 +1403,22 @@ def _pointee_of_cast(type_text: str) -> str:
     return stripped[:-1].strip()
 
 
+def _pointer_parameters(function: Node) -> list[tuple[Node, str]]:
+    """(declarator, the type it points to) of each pointer or array parameter of a function."""
+    declarator = function.child_by_field_name("declarator")
+    plist = None
+    while declarator is not None and plist is None:
+        plist = declarator.child_by_field_name("parameters") if declarator.type == "function_declarator" else None
+        declarator = declarator.child_by_field_name("declarator")
+    found = []
+    for p in plist.named_children if plist is not None else []:
+        decl = p.child_by_field_name("declarator") if p.type.endswith("parameter_declaration") else None
+        stars = text(decl).count("*") + text(decl).count("[") if decl is not None else 0
+        if stars:
+            found.append((decl, " ".join(text(p.child_by_field_name("type")).split()) + "*" * (stars - 1)))
+    return found
+
+
 def _function_of(node: Node) -> int:
     while node is not None and node.type != "function_definition":
         node = node.parent
@@ -1426,8 +1446,13 @@ def _loop_of(where: Node) -> Node | None:
     return None
 
 
-def _loop_symbol(name: str, where: Node) -> str:
-    return f"{name}@{where.start_point.row + 1}:{where.start_point.column}"
+def _loop_symbol(name: str, where: Node, home: _Ctx | None) -> str:
+    """A loop variable's symbol: one per loop, and per call of the helper that holds it."""
+    calls = []
+    while home is not None:
+        calls.append(str(home.call.start_byte))
+        home = home.outer
+    return f"{name}@{where.start_point.row + 1}:{where.start_point.column}" + "".join("/" + c for c in calls)
 
 
 def _loop_var_name(loop: Node) -> str:
@@ -1489,7 +1514,7 @@ def _conditional_between(definition: Node, use: Node) -> bool:
     return False
 
 
-def _step(update: Node | None, name: str, kernel: _Kernel) -> int | None:
+def _step(update: Node | None, name: str, kernel: _Kernel, home: _Ctx | None) -> int | None:
     if update is None:
         return None
     t = " ".join(text(update).split())
@@ -1502,11 +1527,11 @@ def _step(update: Node | None, name: str, kernel: _Kernel) -> int | None:
         right = update.child_by_field_name("right")
         try:
             if op in ("+=", "-="):
-                step = kernel.value(right)
+                step = kernel.value(right, home)
                 return (step.const if op == "+=" else -step.const) if step.is_const else None
             if op == "=" and right is not None and right.type == "binary_expression" and text(right.child_by_field_name("left")) == name \
                     and text(right.child_by_field_name("operator")) in ("+", "-"):
-                step = kernel.value(right.child_by_field_name("right"))
+                step = kernel.value(right.child_by_field_name("right"), home)
                 sign = 1 if text(right.child_by_field_name("operator")) == "+" else -1
                 return sign * step.const if step.is_const else None
         except _CannotFollow:

@@ -331,6 +331,26 @@ def test_cp_async_ld_global_macros_and_helpers():
     assert fp.unknown == ()
 
 
+def test_helper_locals_and_loops_are_read_at_each_call():
+    code = """
+__device__ void load_row(const float* src, float* dst, int n) {
+  const float* p = src + threadIdx.x;
+  for (int i = 0; i < n; i += 8) dst[i] = p[i];
+}
+__global__ void k(const float* A, const float* B, float* C) {
+  __shared__ float s[64];
+  load_row(A + blockIdx.x * 256, s, 64);
+  load_row(B + blockIdx.x * 512, s, 16);
+  C[blockIdx.x * 8 + threadIdx.x] = s[threadIdx.x];
+}
+int main() { k<<<16, 8>>>(0, 0, 0); }
+"""
+    fp = fp_of(code)
+    assert only(fp, "A").block_bytes == (0, 1024, 0) and only(fp, "A").sectors.tolist() == list(range(8))
+    assert only(fp, "B").block_bytes == (0, 2048, 0) and only(fp, "B").sectors.tolist() == [0, 1]
+    assert fp.unknown == ()
+
+
 @pytest.mark.parametrize("body, why", [
     ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global [%0], [%1, {%2, %3}];" :: "r"(0), "l"(A), "r"(0), "r"(0));', "bulk"),
     ("consume(A + threadIdx.x);", "consume"),
