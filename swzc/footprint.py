@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -464,7 +464,7 @@ class _Kernel:
             if f.child_by_field_name("body") is not None and any(c.type == "__device__" for c in f.children) \
                     and not any(c.type == "__global__" for c in f.children):
                 self.helpers.setdefault(function_name(f), f)
-        for node in src.tree.root_node.children:
+        for node in _file_scope_declarations(src.tree.root_node):
             if node.type == "declaration":
                 words = {c.type for c in node.children} | set(text(node).split("=")[0].split())
                 local = "__shared__" in words or "__constant__" in words
@@ -482,6 +482,17 @@ class _Kernel:
                 self.kinds.setdefault(declared_name(decl), []).append((decl, "pointer", type_text))
         self.sets: dict[str, _Set] = {}
         self.reaches: dict[Atom, frozenset[str]] = {}
+        self.structs: dict[str, tuple[int, int]] = {}  # struct name -> (size, alignment), C layout
+        for node in walk(src.tree.root_node):
+            if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
+                name = text(node.child_by_field_name("name"))
+                parent = node.parent
+                if not name and parent is not None and parent.type == "type_definition":
+                    names = [text(d) for d in parent.children_by_field_name("declarator") if d.type == "type_identifier"]
+                    name = names[0] if names else ""
+                layout = self._layout(node.child_by_field_name("body"))
+                if name and layout is not None:
+                    self.structs[name] = layout
         # A thread index divided by d and taken modulo d (warp and lane) becomes two independent digits:
         # t = d * (t / d) + t % d.  symbol -> (d, quotient symbol, remainder symbol)
         self.splits: dict[str, tuple[int, str, str]] = {}
@@ -535,14 +546,51 @@ class _Kernel:
         """Bytes of a type as written (0 when unknown): aliases, macros and template arguments followed."""
         if "*" in type_text:
             return 8
+        return self._type_facts(type_text)[0]
+
+    def _type_facts(self, type_text: str) -> tuple[int, int]:
+        """(size, alignment) of a non-pointer type; (0, 0) when unknown."""
+        written = " ".join(w for w in type_text.split() if w not in ("const", "volatile", "struct", "__restrict__"))
         name = self.scope.resolve_type(type_text)
         for _ in range(4):
             if name in self.type_args:
                 name = self.scope.resolve_type(self.type_args[name])
-        for candidate in (name, name.split("::")[-1].strip()):
+        for candidate in (name, name.split("::")[-1].strip(), written, written.split("::")[-1].strip()):
             if candidate in ELEMENT_BYTES:
-                return ELEMENT_BYTES[candidate]
-        return 0
+                size = ELEMENT_BYTES[candidate]
+                return size, 4 if candidate.endswith("3") else size  # float3 and its kin align as their element
+            if candidate in self.structs:  # a typedef'd struct resolves to its body: look its name up first
+                return self.structs[candidate]
+        return 0, 0
+
+    def alignment(self, type_text: str) -> int:
+        return 8 if "*" in type_text else self._type_facts(type_text)[1]
+
+    def _layout(self, body: Node) -> tuple[int, int] | None:
+        """(size, alignment) of a struct's fields in C layout; None when a field's size is not known."""
+        size, align = 0, 1
+        for field_node in body.named_children:
+            if field_node.type == "comment":
+                continue
+            if field_node.type != "field_declaration":
+                return None if field_node.type not in ("access_specifier", "function_definition", "declaration") else (size, align)
+            type_text = " ".join(text(field_node.child_by_field_name("type")).split())
+            for decl in field_node.children_by_field_name("declarator"):
+                stars = "*" * text(decl).count("*")
+                count = 1
+                node = decl
+                while node is not None and node.type == "array_declarator":
+                    extent = self.ev.value(node.child_by_field_name("size"))
+                    if not isinstance(extent, int):
+                        return None
+                    count *= extent
+                    node = node.child_by_field_name("declarator")
+                unit, unit_align = self.sizeof(type_text + stars), self.alignment(type_text + stars)
+                if not unit or not unit_align or "bitfield_clause" in {c.type for c in field_node.children}:
+                    return None
+                size = -(-size // unit_align) * unit_align + unit * count
+                align = max(align, unit_align)
+        return -(-size // align) * align, align
 
     # -- integer values -----------------------------------------------------------------------------------
     def value(self, node: Node | None, ctx: _Ctx | None = None, depth: int = 0) -> Affine:
@@ -750,6 +798,8 @@ class _Kernel:
         if name in self.params and name not in self.param_types and self.moves.get(name):
             base = self._constant(node)
             return base + self._moved(name, None, at, 1, depth, home)
+        if name == "warpSize":
+            return Affine.of(64 if self.src.dialect == "hip" else 32)  # HIP's target here: the 64-wide CDNA GPUs
         try:
             return self._constant(node)
         except _CannotFollow:
@@ -767,20 +817,96 @@ class _Kernel:
         function = node.child_by_field_name("function")
         if function is not None and function.type == "template_function" and callee in _CASTS and len(args) == 1:
             return self.value(args[0], ctx, depth)
-        if callee in ("min", "max", "umin", "umax", "std::min", "std::max", "__mul24", "__umul24") and len(args) == 2:
+        if callee in ("min", "max", "umin", "umax", "__mul24", "__umul24") and len(args) == 2:
             a, b = (self.value(x, ctx, depth) for x in args)
             if callee in ("__mul24", "__umul24"):
                 return self._binary_values("*", a, b, node)
-            return _op(callee.split("::")[-1].lstrip("u"), a, b)
+            return _op(callee.lstrip("u"), a, b)
         if ctx is None:
             folded = self.ev.value(node)
             if isinstance(folded, int):
                 return Affine.of(folded)
+        group = self._group_call(node, ctx)
+        if group is not None:
+            return group
         expansion = self._expansion(node, ctx)
         if expansion is not None:
             body, inner = expansion
             return self.value(body, inner, depth)
         raise _CannotFollow(f"call to {callee}(): {_short(node)}")
+
+    def _group_call(self, node: Node, ctx: _Ctx | None) -> Affine | None:
+        """Ranks and sizes of cooperative groups: the block, a tile of N threads, the grid."""
+        function = node.child_by_field_name("function")
+        if function is None or function.type != "field_expression":
+            return None
+        group = self._group_of(function.child_by_field_name("argument"), ctx)
+        if group is None:
+            return None
+        kind, n = group
+        method = text(function.child_by_field_name("field"))
+        bx, by, bz = self.block
+        threads = bx * by * bz
+        rank = Affine((("tx", 1), ("ty", bx), ("tz", bx * by)), 0)
+        rank = Affine(tuple(t for t in rank.terms if self.ranges[t[0]] > 1), 0)
+        sizes = {"block": threads, "tile": n, "grid": threads * math.prod(self.launch_grid)}
+        if method in ("size", "num_threads"):
+            return Affine.of(sizes[kind])
+        if kind == "tile" and method in ("thread_rank", "meta_group_rank"):
+            return self._divide(rank, n, "%" if method == "thread_rank" else "/", node)
+        if kind == "tile" and method == "meta_group_size":
+            return Affine.of(-(-threads // n))
+        if kind == "block" and method == "thread_rank":
+            return rank
+        if kind == "grid" and method in ("thread_rank", "block_rank"):
+            gx, gy, _ = self.launch_grid
+            block = self.block_index("x") + self.block_index("y").scale(gx) + self.block_index("z").scale(gx * gy)
+            return block.scale(threads) + rank if method == "thread_rank" else block
+        return None
+
+    def _group_of(self, obj: Node | None, ctx: _Ctx | None) -> tuple[str, int] | None:
+        """("block" | "tile" | "grid", tile size) of a cooperative group expression."""
+        if obj is None:
+            return None
+        if obj.type == "identifier":
+            name = text(obj)
+            if ctx is not None and name in ctx.env:
+                return self._group_of(*ctx.env[name])
+            found = self._kind(name, _where(obj, ctx))
+            if found is None:  # `cg::thread_block_tile<32> warp = …` can parse as a comparison: read the value
+                reaching = self._reaching(name, _where(obj, ctx))
+                return self._group_of(reaching[1], _home(ctx)) if reaching is not None else None
+            declaration = found[0].parent
+            type_text = text(declaration.child_by_field_name("type")) if declaration is not None else ""
+            value = found[0].child_by_field_name("value")
+            if "auto" in type_text and value is not None:
+                return self._group_of(value, _home(ctx))
+            return self._group_type(type_text, ctx)
+        if obj.type == "call_expression":
+            callee = _callee(obj)
+            if callee.endswith("this_thread_block"):
+                return "block", 0
+            if callee.endswith("this_grid"):
+                return "grid", 0
+            if callee.endswith("tiled_partition"):
+                function = obj.child_by_field_name("function")
+                while function is not None and function.type == "qualified_identifier":
+                    function = function.child_by_field_name("name")
+                targs = function.child_by_field_name("arguments") if function is not None and function.type == "template_function" else None
+                return self._group_type(f"thread_block_tile{text(targs)}", ctx) if targs is not None else None
+        return None
+
+    def _group_type(self, type_text: str, ctx: _Ctx | None) -> tuple[str, int] | None:
+        tile = re.search(r"thread_block_tile\s*<\s*([^,>]+)", type_text)
+        if tile:
+            size = expression(tile.group(1))
+            value = self.ev.value(size) if size is not None else None
+            return ("tile", int(value)) if isinstance(value, int) and value > 0 else None
+        if re.search(r"\bthread_block\b", type_text):
+            return "block", 0
+        if re.search(r"\bgrid_group\b", type_text):
+            return "grid", 0
+        return None
 
     def _binary_values(self, op: str, a: Affine, b: Affine, node: Node) -> Affine:
         if a.is_const or b.is_const:
@@ -806,7 +932,7 @@ class _Kernel:
         if helper is not None:
             statements = [s for s in helper.child_by_field_name("body").named_children if s.type != "comment"]
             if len(statements) == 1 and statements[0].type == "return_statement" and statements[0].named_child_count == 1:
-                names = [p.name for p in parameter_list(helper)]
+                names = _parameter_names(helper)
                 if len(names) == len(args):
                     return statements[0].named_children[0], _nested({p: (a, ctx) for p, a in zip(names, args)}, _where(call, ctx), True, ctx, callee)
         return None
@@ -1381,13 +1507,12 @@ def _short(node: Node) -> str:
 
 
 def _callee(call: Node) -> str:
+    """The called function's own name: no namespace, no template arguments (`wmma::load_matrix_sync`,
+    `cg::tiled_partition<32>` -> `load_matrix_sync`, `tiled_partition`); `obj.f` for a method."""
     function = call.child_by_field_name("function")
-    if function is not None and function.type == "template_function":
+    while function is not None and function.type in ("qualified_identifier", "template_function"):
         function = function.child_by_field_name("name")
-    name = text(function)
-    if name.startswith(("wmma::", "nvcuda::", "::", "std::")) or "::" in name:
-        return name.split("::")[-1].strip() if not name.startswith("std::") else name
-    return name
+    return text(function)
 
 
 def _arguments(call: Node) -> list[Node]:
@@ -1401,6 +1526,32 @@ def _pointee_of_cast(type_text: str) -> str:
     if not stripped.endswith("*"):
         raise _CannotFollow(f"a pointer cast to {stripped}")
     return stripped[:-1].strip()
+
+
+def _parameter_names(function: Node) -> list[str]:
+    """Names of a function's parameters, references (`const T& x`) included."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
+    names = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type.endswith("parameter_declaration"):
+            decl = p.child_by_field_name("declarator")
+            found = [text(n) for n in walk(decl) if n.type == "identifier"] if decl is not None else []
+            names.append(found[-1] if found else "")
+    return names
+
+
+def _file_scope_declarations(root: Node) -> Iterator[Node]:
+    """Declarations outside any function: at the top, in namespaces, in #if blocks and include guards."""
+    stack = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        if node.type == "declaration":
+            yield node
+        elif node.type not in ("function_definition", "struct_specifier", "class_specifier", "field_declaration_list"):
+            stack.extend(reversed(node.children))
 
 
 def _pointer_parameters(function: Node) -> list[tuple[Node, str]]:
@@ -1663,7 +1814,7 @@ class _Sites:
         expansion = self.k._expansion(node, ctx)
         if expansion is None and callee in self.k.helpers and (ctx.depth if ctx else 0) < _MAX_NESTING:
             helper = self.k.helpers[callee]
-            names = [p.name for p in parameter_list(helper)]
+            names = _parameter_names(helper)
             if len(names) == len(args) and callee != (ctx.helper if ctx else ""):
                 expansion = (helper.child_by_field_name("body"),
                              _nested({p: (a, ctx) for p, a in zip(names, args)}, at, True, ctx, callee))

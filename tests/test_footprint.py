@@ -242,7 +242,7 @@ def test_local_and_shared_memory_are_not_global_accesses():
   dyn[threadIdx.x] = regs[threadIdx.x % 4];
   ((float*)&v)[threadIdx.x % 4] = tile[0][threadIdx.x];
   C[threadIdx.x] = dyn[threadIdx.x] + coef[threadIdx.x];"""
-    fp = fp_of(one_kernel(body, prelude="__constant__ float coef[8];"))
+    fp = fp_of(one_kernel(body, prelude="#ifndef GUARD\n#define GUARD\nstatic __constant__ float coef[8];\n#endif"))
     assert [(a.array, a.write) for a in fp.accesses] == [("C", True)] and fp.unknown == ()
 
 
@@ -276,6 +276,41 @@ def test_element_sizes(ctype, size):
     fp = fp_of(one_kernel("C[blockIdx.x] = 0; X2[threadIdx.x] = X[threadIdx.x];", f"const {ctype}* X, {ctype}* X2, float* C", "2, 64"))
     assert only(fp, "X").elem_bytes == size
     assert only(fp, "X").sectors.tolist() == sectors([t * size for t in range(64)], size)
+
+
+def test_struct_elements_in_c_layout():
+    prelude = """
+struct Particle { float4 pos; float3 vel; int id; };
+typedef struct { float x[3]; double w; } Rec;
+"""
+    fp = fp_of(one_kernel("int i = blockIdx.x * 64 + threadIdx.x;\n  C[i] = P[i].pos.x + R[i].w;",
+                          "const Particle* P, const Rec* R, float* C", "16, 64", prelude))
+    assert only(fp, "P").elem_bytes == 32 and only(fp, "P").block_bytes == (0, 64 * 32, 0)
+    assert only(fp, "R").elem_bytes == 24 and only(fp, "R").sectors.size == 64 * 24 // 32
+
+
+def test_cooperative_group_ranks():
+    code = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void rows(const float* inp, float* out) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+  float s = 0.0f;
+  for (int i = warp.thread_rank(); i < 768; i += warp.size()) s += inp[row * 768 + i];
+  out[row * 32 + lane_of(warp)] = s + inp[block.thread_rank() + warpSize];
+}
+int main() { rows<<<64, 128>>>(0, 0); }
+"""
+    code = code.replace("__global__", "__device__ int lane_of(const cg::thread_block_tile<32>& w) { return w.thread_rank(); }\n__global__", 1)
+    fp = fp_of(code)
+    rows = [a for a in fp.accesses if a.array == "inp" and a.block_bytes == (0, 4 * 768 * 4, 0)]
+    assert len(rows) == 1 and rows[0].sectors.tolist() == list(range(4 * 768 * 4 // 32))
+    assert only(fp, "out", write=True).block_bytes == (0, 4 * 32 * 4, 0)
+    fixed = [a for a in fp.accesses if a.array == "inp" and a.block_bytes == (0, 0, 0)]
+    assert fixed[0].sectors.tolist() == sectors([(t + 32) * 4 for t in range(128)], 4)
+    assert fp.unknown == ()
 
 
 def test_template_type_fixed_at_the_launch():
