@@ -56,6 +56,7 @@ _READ_CALLS = {"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"}
 _WRITE_CALLS = {"__stcg", "__stcs", "__stwb", "__stwt"}
 _ATOMIC = re.compile(r"^(atomic[A-Z]\w*|__hip_atomic\w*|unsafeAtomic\w*|safeAtomic\w*)$")
 _CASTS = {"reinterpret_cast", "static_cast", "const_cast"}
+_TEXTURE = re.compile(r"^(tex(1D|2D|3D|Cubemap)\w*|tex1Dfetch|tex2Dgather|surf(1D|2D|3D|Cubemap)\w*(read|write))$")
 _PASSIVE = {"printf", "assert", "__syncthreads", "__syncwarp", "__threadfence", "__cvta_generic_to_shared"}
 _MAX_NESTING = 4  # macro and helper expansions inside one another
 
@@ -483,9 +484,12 @@ class _Kernel:
         self.sets: dict[str, _Set] = {}
         self.reaches: dict[Atom, frozenset[str]] = {}
         self.structs: dict[str, tuple[int, int]] = {}  # struct name -> (size, alignment), C layout
+        self.shared_structs: set[str] = set()  # structs whose methods hand out shared memory
         for node in walk(src.tree.root_node):
             if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
                 name = text(node.child_by_field_name("name"))
+                if name and b"__shared__" in (node.text or b""):
+                    self.shared_structs.add(name)
                 parent = node.parent
                 if not name and parent is not None and parent.type == "type_definition":
                     names = [text(d) for d in parent.children_by_field_name("declarator") if d.type == "type_identifier"]
@@ -1080,6 +1084,8 @@ class _Kernel:
             expansion = self._expansion(node, ctx)
             if expansion is not None:
                 return self.address(expansion[0], expansion[1], depth)
+            if callee in self.shared_structs:
+                return None  # `SharedMemory<T>()`: a struct whose conversion hands out dynamic shared memory
             raise _CannotFollow(f"a pointer returned by {callee}()")
         if kind == "binary_expression" and text(node.child_by_field_name("operator")) in ("+", "-"):
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -1539,7 +1545,7 @@ def _parameter_names(function: Node) -> list[str]:
         if p.type.endswith("parameter_declaration"):
             decl = p.child_by_field_name("declarator")
             found = [text(n) for n in walk(decl) if n.type == "identifier"] if decl is not None else []
-            names.append(found[-1] if found else "")
+            names.append(declared_name(decl) or (found[0] if found else ""))  # `const T& x`: the first identifier
     return names
 
 
@@ -1805,9 +1811,16 @@ class _Sites:
         if callee in ("load_matrix_sync", "store_matrix_sync") and len(args) >= 3:
             self._fragment(node, callee, args, ctx, at)
             return
-        if callee == "__pipeline_memcpy_async" and len(args) >= 3:
-            self._site(node, ctx, at, "read", lambda: (self.k.address(args[1], ctx), 1),
-                       width=self._width(args[2], ctx))
+        if callee in ("__pipeline_memcpy_async", "memcpy_async") and len(args) >= 3:
+            # (dst, src, size[, pipe]) or, for a group's collective copy, (group, dst, src, size[, barrier])
+            first = 0 if callee == "__pipeline_memcpy_async" or self.k.is_pointer(args[0], ctx) else 1
+            if len(args) >= first + 3:
+                src, size = args[first + 1], args[first + 2]
+                self._site(node, ctx, at, "read", lambda: (self.k.address(src, ctx), self._width(size, ctx)))
+                return
+        if _TEXTURE.match(callee) and args:
+            mode = "write" if callee.startswith("surf") and "write" in callee else "read"
+            self.unknown.append(UnknownAccess(_kernel_line(at, ctx), _short(node), mode, "a texture or surface access is not followed"))
             return
         if callee in _PASSIVE:
             return
@@ -1873,7 +1886,7 @@ class _Sites:
 
     def _asm(self, node: Node, ctx: _Ctx | None, at: Node) -> None:
         code = "".join(text(c) for c in node.children_by_field_name("assembly_code")) or text(node)
-        operands = [op for part in ("input_operands", "output_operands")
+        operands = [op for part in ("output_operands", "input_operands")
                     for lst in node.children_by_field_name(part) for op in lst.named_children if op.type.endswith("_operand")]
         pointers = [op.child_by_field_name("value") for op in operands
                     if "l" in text(op.child_by_field_name("constraint")).strip('"')]
@@ -1883,8 +1896,7 @@ class _Sites:
             if "cp.async.bulk" in code:
                 mode, width, why = "read", 0, "a bulk (TMA) copy is not followed"
             elif "cp.async" in code:
-                size = re.search(r"cp\.async[\w.]*\s*\[[^\]]*\]\s*,\s*\[[^\]]*\]\s*,\s*(\d+)", code)
-                mode, width, why = "read", int(size.group(1)) if size else 16, ""
+                mode, width, why = "read", 16, ""  # 4, 8 or 16 aligned bytes: one sector whichever
             elif re.search(r"\b(ld|st|red|atom)\.(\w+\.)*global", code):
                 op = re.search(r"\b(ld|st|red|atom)\.(\w+\.)*global[\w.]*", code)
                 assert op is not None

@@ -281,12 +281,12 @@ def test_element_sizes(ctype, size):
 def test_struct_elements_in_c_layout():
     prelude = """
 struct Particle { float4 pos; float3 vel; int id; };
-typedef struct { float x[3]; double w; } Rec;
+typedef struct { float x[3]; double w; float y; } Rec;
 """
     fp = fp_of(one_kernel("int i = blockIdx.x * 64 + threadIdx.x;\n  C[i] = P[i].pos.x + R[i].w;",
                           "const Particle* P, const Rec* R, float* C", "16, 64", prelude))
     assert only(fp, "P").elem_bytes == 32 and only(fp, "P").block_bytes == (0, 64 * 32, 0)
-    assert only(fp, "R").elem_bytes == 24 and only(fp, "R").sectors.size == 64 * 24 // 32
+    assert only(fp, "R").elem_bytes == 32 and only(fp, "R").sectors.size == 64 * 32 // 32  # 12, 4 of padding, 8, 4, 4
 
 
 def test_cooperative_group_ranks():
@@ -342,7 +342,7 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(s), "l"(gmem));
 }
-__device__ float first(const float* p, int i) { return p[i]; }
+__device__ float first(const float p[IDX(1, 0)], int i) { return p[i]; }
 __global__ void stage(const float* A, const float* B, const float* D, float* C) {
   __shared__ alignas(16) float sm[64 * 4];
   const float* src = A + blockIdx.x * 1024;
@@ -364,6 +364,29 @@ def test_cp_async_ld_global_macros_and_helpers():
     assert c.block_bytes == (0, 1024, 0) and c.sectors.tolist() == list(range(8))
     assert a.line == 12 and d.line == 15  # lines of the calls in the kernel
     assert fp.unknown == ()
+
+
+def test_async_copies_and_dynamic_shared_memory():
+    code = """
+template <class T> struct SharedMemory {
+  __device__ inline operator T*() { extern __shared__ int smem_[]; return (T*)smem_; }
+};
+__global__ void copy(const float* A, float* C) {
+  float* sdata = SharedMemory<float>();
+  __shared__ alignas(16) float stage[128 * 4];
+  __pipeline_memcpy_async(&stage[threadIdx.x * 4], A + 4096 + threadIdx.x * 4, 16);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], %2;\\n" :: "r"(0), "l"(A + 8192 + threadIdx.x * 8), "n"(8));
+  cuda::memcpy_async(block, stage, A + 16384, sizeof(float) * 256, barrier);
+  sdata[threadIdx.x] = stage[threadIdx.x];
+  C[blockIdx.x * 128 + threadIdx.x] = sdata[threadIdx.x ^ 1];
+}
+int main() { copy<<<16, 128>>>(0, 0); }
+"""
+    fp = fp_of(code)
+    a = only(fp, "A")
+    expected = sectors([16384 + t * 16 for t in range(128)], 16) + sectors([32768 + t * 32 for t in range(128)], 8)
+    assert a.sectors.tolist() == sorted(set(expected + sectors([65536], 1024)))
+    assert [(x.array, x.write) for x in fp.accesses] == [("A", False), ("C", True)] and fp.unknown == ()
 
 
 def test_helper_locals_and_loops_are_read_at_each_call():
@@ -392,11 +415,12 @@ int main() { k<<<16, 8>>>(0, 0, 0); }
     ("C[0] = A[idx[threadIdx.x]];", "read from memory"),
     ("C[0] = A[threadIdx.x * n];", "launch does not fix"),
     ("C[0] = p->x;", "member"),
+    ("C[0] = tex1Dfetch<float>(t, threadIdx.x);", "texture"),
 ])
 def test_reads_the_analysis_cannot_follow_are_listed_with_their_line(body, why):
-    code = one_kernel(body, "const float* A, float* C, const int* idx, int n, const float2* p",
+    code = one_kernel(body, "const float* A, float* C, const int* idx, int n, const float2* p, cudaTextureObject_t t",
                       prelude="__device__ void consume(const float* q);")
-    code = code.replace("k<<<1, 8>>>(0, 0, 0, 0, 0)", "k<<<1, 8>>>(0, 0, 0, n_unknown, 0)")
+    code = code.replace("k<<<1, 8>>>(0, 0, 0, 0, 0, 0)", "k<<<1, 8>>>(0, 0, 0, n_unknown, 0, 0)")
     fp = fp_of(code)
     (u,) = [u for u in fp.unknown if u.reads]
     assert u.line == 3 and why in u.why, u
