@@ -3,14 +3,19 @@ local pointers, __ldg, atomics, element types behind aliases, tile loops; and th
 stop the ranking."""
 
 import dataclasses
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from support import ROOT
 
 from swzc import footprint as fpmod
 from swzc import hw as hwmodels
 from swzc.analysis import Decode, TileLoop, analyze, walk
+from swzc.cli import main
 from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.rank import Ranking, rank
 from swzc.source import load, load_bytes
@@ -631,3 +636,33 @@ def test_intervals_become_the_sectors_they_cover():
 def test_a_pointer_moved_before_its_use_in_the_same_iteration():
     fp = fp_of(one_kernel("const float* p = A;\n  for (int i = 0; i < 4; ++i) { p += 16; C[i] = p[threadIdx.x]; }"))
     assert only(fp, "A").sectors.tolist() == [2, 4, 6, 8]
+
+
+# ---- on a GPU: the new suite programs run, check themselves, and keep their checksum when swizzled -----------
+
+
+def _has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        return False
+    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return run.returncode == 0 and "GPU" in run.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.parametrize("name", ["gemm_bf16_wmma", "attention_decode"])
+def test_suite_program_runs_and_its_swizzled_rewrite_keeps_the_checksum(name, tmp_path):
+    source = SUITE / f"{name}.cu"
+    patched = tmp_path / f"{name}.swizzled.cu"
+    result = CliRunner().invoke(main, ["rewrite", str(source), "-o", str(patched), "--no-compile", "--no-bench"])
+    assert result.exit_code == 0, result.output
+    sums = []
+    for program in (source, patched):
+        binary = tmp_path / program.stem
+        subprocess.run(["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-o", str(binary), str(program)], check=True)
+        run = subprocess.run([str(binary)], capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr
+        line = re.fullmatch(rf"kernel {name} ms ([0-9.]+) checksum ([0-9a-f]{{16}})\n", run.stdout)
+        assert line is not None, run.stdout
+        sums.append(line.group(2))
+    assert sums[0] == sums[1]
