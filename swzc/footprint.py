@@ -500,6 +500,7 @@ class _Kernel:
         # A thread index divided by d and taken modulo d (warp and lane) becomes two independent digits:
         # t = d * (t / d) + t % d.  symbol -> (d, quotient symbol, remainder symbol)
         self.splits: dict[str, tuple[int, str, str]] = {}
+        self.deducing: set[int] = set()  # `auto` declarations whose type is being deduced
 
     def _collect(self, root: Node) -> None:
         for node in walk(root):
@@ -1225,7 +1226,14 @@ class _Kernel:
             found = (decl, kind, type_text)
         if found is not None and found[1] == "auto":
             value = found[0].child_by_field_name("value")
-            return (found[0], "auto-pointer", "") if value is not None and self.is_pointer(value, None) else (found[0], "local", "")
+            if value is None or found[0].start_byte in self.deducing:  # `auto p = p + 1` names itself
+                return found[0], "local", ""
+            self.deducing.add(found[0].start_byte)
+            try:
+                pointer = self.is_pointer(value, None)
+            finally:
+                self.deducing.discard(found[0].start_byte)
+            return found[0], "auto-pointer" if pointer else "local", ""
         return found
 
     def _is_local(self, node: Node, ctx: _Ctx | None) -> bool:
@@ -1734,7 +1742,12 @@ class _Sites:
             if ctx is None and tile is not None and not (tile.body_start <= node.start_byte < tile.body_end) \
                     and not (node.start_byte <= tile.body_start and tile.body_end <= node.end_byte):
                 continue  # outside the tile loop's body: once per block, not per tile, so not in a tile's footprint
-            self._visit(node, ctx, at)
+            try:
+                self._visit(node, ctx, at)
+            except RecursionError:  # definitions that refer to themselves, in code that parses but cannot compile
+                self.unknown.append(UnknownAccess(_kernel_line(at, ctx), _short(node), "read-write",
+                                                  "an expression that refers to itself"))
+                continue
             stack.extend(reversed(node.children))
 
     def _visit(self, node: Node, ctx: _Ctx | None, at: Node) -> None:
