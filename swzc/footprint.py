@@ -1171,6 +1171,8 @@ class _Kernel:
         kind = self._kind(name, at)
         if kind is not None and kind[1] == "local":
             return None
+        if kind is not None and kind[1] == "self":
+            raise _CannotFollow(f"{name} is defined in terms of itself")
         found = self._reaching(name, at)
         home = _home(ctx)
         if found is not None and (kind is not None or name in self.param_types):
@@ -1226,8 +1228,10 @@ class _Kernel:
             found = (decl, kind, type_text)
         if found is not None and found[1] == "auto":
             value = found[0].child_by_field_name("value")
-            if value is None or found[0].start_byte in self.deducing:  # `auto p = p + 1` names itself
+            if value is None:
                 return found[0], "local", ""
+            if found[0].start_byte in self.deducing:  # `auto p = p + 1` names itself
+                return found[0], "self", ""
             self.deducing.add(found[0].start_byte)
             try:
                 pointer = self.is_pointer(value, None)
@@ -1292,7 +1296,7 @@ class _Kernel:
             at = _where(node, ctx)
             found = self._kind(name, at)
             if found is not None:
-                return found[1] in ("pointer", "auto-pointer") or (found[1] == "local" and "[" in text(found[0]).split("=")[0])
+                return found[1] in ("pointer", "auto-pointer", "self") or (found[1] == "local" and "[" in text(found[0]).split("=")[0])
             return (name in self.param_types and _function_of(at) == self.function.start_byte) or name in self.globals
         return False
 
