@@ -25,7 +25,7 @@ from swzc import tileloop
 from swzc.analysis import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
 from swzc.edits import Edit
 from swzc.hw import HardwareModel
-from swzc.rank import Ranking
+from swzc.rank import NO_DATA, Ranking
 from swzc.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
 
 LIBRARY_HEADER = "// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.\n"
@@ -101,14 +101,16 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
     note = ""
     if requested is not None:
         spec = requested
-    elif isinstance(ranked, Ranking):
-        if ranked.chosen is None:
-            return Decision(index, "declined", ranked.reason)
-        spec, note = parse_spec(ranked.chosen), ranked.reason
     elif not family(kernel, hw):
         what = (f"tile loop over {kernel.tile_loop.var} with no decode" if kernel.tile_loop is not None
                 else "1D grid with no tile decode")
         return Decision(index, "declined", f"{what}: on {hw.name} (one L2 domain) there are no tiles to regroup")
+    elif isinstance(ranked, Ranking):
+        if ranked.chosen is None:
+            return Decision(index, "declined", ranked.reason)
+        spec, note = parse_spec(ranked.chosen), ranked.reason
+    elif isinstance(ranked, str) and ranked.startswith(NO_DATA):  # nothing read: no order can share anything
+        return Decision(index, "declined", ranked)
     else:
         return Decision(index, "unranked", f"not ranked: {ranked or 'the L2 model has no launch of it to rank'}")
     if spec.is_identity:

@@ -251,7 +251,7 @@ def _buffer_shape(fp: Footprint | str, name: str, elem: int) -> tuple[int | None
     if isinstance(fp, str):
         return None, "inout"
     mine = [a for a in fp.accesses if a.array == name]
-    if not mine or any(u.split(":")[1].strip() == name for u in fp.unknown if ":" in u):
+    if not mine or any(u.array == name for u in fp.unknown):
         return None, "inout"
     furthest = max(
         int(a.sectors.max() + 1) * 32 + sum(max(0, b) * (t - 1) for b, t in zip(a.block_bytes, fp.tiles)) for a in mine

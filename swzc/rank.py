@@ -8,12 +8,12 @@ declined) unless the best candidate raises the predicted hit rate by `MARGIN_POI
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from swzc.analysis import KernelInfo, kernel_function
 from swzc.evaluate import Value
-from swzc.footprint import Footprint, footprint
+from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.hw import HardwareModel
 from swzc.l2model import L2Model, Prediction
 from swzc.prove import dispatch_maps
@@ -25,6 +25,7 @@ GROUPS = (2, 4, 8, 16, 32, 64)
 # A larger grid is modelled over its first MAX_MODEL_BLOCKS dispatch positions: every candidate has reached
 # its steady pattern by then (a group, a panel band, a column run), and the cost per kernel stays bounded.
 MAX_MODEL_BLOCKS = 1 << 16
+NO_DATA = "no data to share"  # how a write-only kernel's reason starts: the pass declines it
 PANELS = (4, 8)
 
 
@@ -63,16 +64,18 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     fp = _footprint(src, kernel, index, user)
     if isinstance(fp, str):
         return fp
+    blind = [u for u in fp.unknown if u.reads]
+    if blind:  # a stream the model would leave out: it would rank the rest, and rank wrong
+        return f"the model cannot follow {len(blind)} global read(s): {_listed(blind)}"
     if not any(not a.write for a in fp.accesses):
-        why = "; ".join(fp.unknown[:2]) or "no global reads"
-        return f"no read the model can follow ({why})"
-    launch = kernel.launches[index]
-    divisor = launch.divisor or 0
-    specs = specs if specs is not None else candidates(kernel.adapter, fp.tiles, hw)
-    key = (_shape_key(fp), kernel.adapter, divisor, hw, tuple(specs))
+        unwritten = f" (writes not followed: {_listed(fp.unknown)})" if fp.unknown else ""
+        return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
+    divisor = fp.divisor
+    specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
+    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs))
     if key in _RANKED:  # a kernel of the same shape was ranked already: the same numbers
         return replace(_RANKED[key], footprint=fp)
-    ranking = _rank(fp, kernel.adapter, divisor, hw, specs)
+    ranking = _rank(fp, fp.adapter, divisor, hw, specs)
     if len(_RANKED) > 256:
         _RANKED.clear()
     _RANKED[key] = ranking
@@ -119,7 +122,7 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
-    partial = f" ({len(fp.unknown)} access(es) not modelled)" if fp.unknown else ""
+    partial = f" (writes not modelled: {_listed(fp.unknown)})" if fp.unknown else ""
     if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
@@ -135,6 +138,12 @@ def _scaled(p: Prediction, scale: float) -> Prediction:
         return p
     return replace(p, dram_bytes=p.dram_bytes * scale, requests=int(round(p.requests * scale)),
                    read_misses=int(round(p.read_misses * scale)))
+
+
+def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:
+    """The first few unknown accesses, with their lines."""
+    more = f"; and {len(unknown) - most} more" if len(unknown) > most else ""
+    return "; ".join(str(u) for u in unknown[:most]) + more
 
 
 def _mb(p: Prediction) -> str:

@@ -118,8 +118,10 @@ def syntax_issues(data: bytes, tree: Tree) -> tuple[SyntaxIssue, ...]:
 _BLANKED = re.compile(
     rb"\b__align__\s*\([^()\n]*\)"  # struct __align__(16) S { … }
     rb"|\bCUDART_CB\b"  # void CUDART_CB callback(cudaStream_t, …)
-    rb"|(?<=\])\s*(?:__device__|__host__)(?:\s+(?:__device__|__host__))*"  # [=] __device__ (int i) { … }
-    rb"|(?<=\))\s*(?:__device__|__host__)(?:\s+(?:__device__|__host__))*(?=\s*(?:->|mutable|\{))"  # [=](int i) __device__ { … }
+    # an extended lambda's attributes, on the line of its capture list: [=] __device__ (int i) { … } and
+    # [=](int i) __host__ __device__ { … }; never across a line end (a macro ending in `]` or `)`)
+    rb"|(?<=\])[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*\()"
+    rb"|(?<=\))[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*(?:->|mutable|\{))"
 )
 
 

@@ -407,13 +407,22 @@ __global__ void k(float* c, int n) {
     assert k.decode.splice_text == "cols"  # changed before the insertion point only: its value there is the one used
 
 
-def test_a_tile_loop_is_not_ranked_over_the_launch_grid():
-    """Until the L2 model follows tile loops, a footprint it can partly read must not rank the blocks instead."""
-    from swzc.pipeline import rank_kernels
+def test_a_tile_loop_is_ranked_over_its_tiles_never_over_the_launch_grid(monkeypatch):
+    """The model ranks the tiles the loop walks; a footprint of the blocks (the loop not followed) must not
+    rank the blocks instead, which the swizzle does not move."""
+    import dataclasses
 
-    code = loop_kernel("    o[(t / 16) * 16 + t % 16] = bias[threadIdx.x];", params="float* o, const float* bias, int T")
+    from swzc import pipeline, rank as ranking
+
+    code = loop_kernel("    o[(t / 16) * 16 + t % 16] = bias[t];", params="float* o, const float* bias, int T")
     src = load_bytes("t.cu", (code + "int main() { k<<<132, 256>>>(0, 0, 4096); }\n").encode())
-    (got,) = rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
+    (got,) = pipeline.rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
+    assert not isinstance(got, str) and got.footprint.tiles[:2] == (256, 16) and got.footprint.grid == (4096, 1, 1)
+    blocks = ranking.footprint
+    monkeypatch.setattr(ranking, "footprint", lambda src, kernel, *a: blocks(src, dataclasses.replace(kernel, tile_loop=None), *a))
+    ranking._FOOTPRINTS.clear()
+    ranking._RANKED.clear()
+    (got,) = pipeline.rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
     assert isinstance(got, str) and "does not follow the tile loop over t (line 3)" in got
 
 

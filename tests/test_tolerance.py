@@ -145,6 +145,13 @@ def test_moved_counts_insertions_before_a_byte_but_not_at_a_range_end():
     assert moved(edits, 25) == 24 and moved(edits, 30) == 29
 
 
+def test_blanking_never_reaches_across_a_line_end():
+    """A macro whose body ends in `]` or `)` before a __device__ function keeps its body and the function."""
+    data = b"#define AT(p, i) (p)[i]\n__device__ int f(int* p) { return AT(p, 0); }\n#define G(x) (x)\n__device__ int g() { return 1; }\n"
+    src = load_bytes("k.cu", data)
+    assert src.errors == () and src.tree.root_node.text == data
+
+
 @pytest.mark.parametrize("construct", [
     "struct __align__(16) Pair { float a, b; };\n",
     "void CUDART_CB done(void* data) {}\n",
