@@ -75,7 +75,9 @@ def main() -> None:
                 record.update(note=refused.reason if refused else "no launch with a known grid")
                 records.append(record)
                 continue
-            tiles = tile_grid(launch.grid, kernel.adapter, launch.divisor)
+            # a tile loop's swizzle permutes the tiles it walks, not the blocks: its candidates fit the tile space
+            space = (launch.tiles, 1, 1) if kernel.tile_loop is not None and launch.tiles else launch.grid
+            tiles = tile_grid(space, kernel.adapter, launch.divisor)
             names = [s.name for s in candidates(kernel.adapter, tiles, hw) if s.name != "identity"]
             try:
                 plan = plan_launch(src, kernel, load_spec(SPECS, kernel.name))
@@ -113,6 +115,9 @@ def main() -> None:
                     result = run_harness(built, args.rounds)
                 except SwzcError as exc:
                     attempts_log.append({"kernel": kernel.name, "candidate": name, "error": exc.message[:500]})
+                    continue
+                if result.failed:  # the check crashed or timed out: not a verdict on the candidate's outputs
+                    attempts_log.append({"kernel": kernel.name, "candidate": name, "error": f"the check failed: {result.detail[:500]}"})
                     continue
                 verdict = judge(result.timing, True) if result.correct and result.timing else None
                 measured[name] = (result, verdict, built)
