@@ -21,7 +21,7 @@ from swzc.evaluate import Value
 from swzc.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
-from swzc.patch import unified_patch
+from swzc.patch import patch_from_edits
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
@@ -251,7 +251,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
 
     edits = block_swizzle.splice(analysis, accepted)
     new_src = rewrite(src, edits) if edits else src
-    patch = unified_patch(src.path, src.data, new_src.data)
+    patch = patch_from_edits(src.path, src.data, edits, new_src.data)
 
     report = None
     if options.compile and edits:
