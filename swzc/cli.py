@@ -6,13 +6,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import wraps
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -21,17 +20,21 @@ from swzc import hw as hwmodels
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from swzc import outputs
 from swzc.analysis import FileAnalysis
 from swzc.bench import PROFILERS, report_json, report_markdown
+from swzc.entry import interrupt_received, report_interrupt
 from swzc.harness import gpu_name, gpu_present
+from swzc.outputs import STDOUT, Output
 from swzc.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.errors import ExitCode, SwzcError
 from swzc.passes import block_swizzle
+from swzc.patch import header_path
 from swzc.pipeline import (Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
                            rank_kernels, rewrite_file)
 from swzc.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
 from swzc.rank import Ranking
-from swzc.source import SourceFile, SyntaxIssue
+from swzc.source import DEFAULT_MAX_BYTES, SourceFile, SyntaxIssue, max_input_bytes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,13 +43,18 @@ Exit codes:
   0  rewritten (analyze: would rewrite), or nothing to do (no kernel reads the block index)
   1  every kernel that reads the block index was refused, declined or left unranked
   2  bad input: unreadable file, no kernel clear of syntax errors, unknown --hw, bad --swizzle, --set or --grid,
-     --bench without a GPU
-  3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written"""
+     --bench without a GPU, an output swzc must not write; nothing written
+  3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written
+  130  interrupted (SIGINT or SIGTERM); nothing written"""
 
 
 def _fail(message: str, code: ExitCode) -> None:
     click.echo(f"swzc: error: {message}", err=True)
     sys.exit(int(code))
+
+
+def _interrupted() -> NoReturn:
+    sys.exit(report_interrupt())
 
 
 def guarded(func: F) -> F:
@@ -56,41 +64,44 @@ def guarded(func: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except SwzcError as exc:
-            _fail(exc.message, exc.code)
         except KeyboardInterrupt:
-            _fail("interrupted", ExitCode.CHECK_FAILED)
+            _interrupted()
+        except SwzcError as exc:
+            if interrupt_received():  # e.g. a compiler killed by the interrupt, reported as a failed check
+                _interrupted()
+            _fail(exc.message, exc.code)
         except Exception as exc:  # noqa: BLE001 - the boundary: report, never a traceback
+            if interrupt_received():  # e.g. tree-sitter's QueryError when Ctrl-C lands in query compilation
+                _interrupted()
             _fail(f"internal error: {type(exc).__name__}: {exc} (please report this with the input file)", ExitCode.CHECK_FAILED)
 
     return run  # type: ignore[return-value]
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Write a whole file or nothing: a temporary file in the same folder, then a rename."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        mode = target.stat().st_mode & 0o777 if target.exists() else None
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".swzc", dir=folder)
+class Commands(click.Group):
+    """click reports an interrupt during its own parsing as "Aborted!" with exit 1; swzc reports it as
+    every other interrupt (exit 130)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise SwzcError(f"{path}: cannot write: {exc.strerror or exc}") from None
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            _interrupted()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
 
 
-def _same_file(a: str, b: str) -> bool:
+@contextmanager
+def input_limit(max_bytes: int) -> Iterator[None]:
+    token = max_input_bytes.set(max_bytes)
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+        yield
+    finally:
+        max_input_bytes.reset(token)
 
 
 hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
@@ -98,6 +109,8 @@ hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, m
 set_option = click.option("--set", "bindings", multiple=True, metavar="NAME=VALUE",
                           help="Bind a macro, constant or kernel parameter the file leaves open (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+max_bytes_option = click.option("--max-bytes", type=click.IntRange(1), default=DEFAULT_MAX_BYTES, show_default=True,
+                                metavar="N", help="Refuse input files larger than this.")
 
 
 def build_options(func: F) -> F:
@@ -134,7 +147,7 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
     return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="swzc")
 def main() -> None:
     """Hardware-aware block swizzles for CUDA and HIP kernels."""
@@ -146,14 +159,14 @@ def main() -> None:
 @click.option("--in-place", is_flag=True, help="Overwrite FILE with the rewritten file.")
 @click.option("--patch", "patch_out", metavar="FILE", help="Write a unified diff (git apply accepts it; '-' for stdout).")
 @click.option("--swizzle", metavar="SPEC", help="identity, colmajor, grouped:G, xcd:N, or a chain joined by '+' "
-              "(e.g. xcd:8+grouped:8). Default: the documented rule for the hardware model.")
+              "(e.g. xcd:8+grouped:8). Default: the L2 model's choice, or the measured one with --bench.")
 @hw_option
 @set_option
 @build_options
 @click.option("--no-compile", is_flag=True, help="Skip compiling the rewritten file with nvcc/hipcc.")
 @click.option("--bench/--no-bench", "bench", default=None,
-              help="Check and time each candidate on the local GPU and keep only a measured win "
-                   "(default: on where a CUDA GPU is present).")
+              help="Check and time each candidate on the local GPU and keep only a measured win. This builds FILE "
+                   "and runs its kernel and static initialisers (default: off; --bench-cmd turns it on).")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Candidates the benchmark tries per kernel, best predicted first.")
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
@@ -168,20 +181,20 @@ def main() -> None:
               help="With --bench-cmd: where the check value is in the output; both versions must print the same.")
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG",
               help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
+@max_bytes_option
 @json_option
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
             report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, time_regex: str,
-            check_regex: str, compile_flags: tuple[str, ...], as_json: bool, include_dirs: tuple[str, ...],
+            check_regex: str, compile_flags: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
     if output and in_place:
         raise SwzcError("use either -o/--output or --in-place, not both")
-    if output and output != "-" and _same_file(output, file):
-        raise SwzcError(f"-o {output} is the input file; use --in-place to overwrite it")
-    if output == "-" and patch_out == "-":
+    if output == STDOUT and patch_out == STDOUT:
         raise SwzcError("-o - and --patch - would both write to stdout")
+    outputs.check(file, _rewrite_outputs(file, output, in_place, patch_out, report))
     program = None
     if bench_cmd:
         for pattern in (time_regex, check_regex):
@@ -194,7 +207,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     elif build_cmd:
         raise SwzcError("--build-cmd goes with --bench-cmd")
     if bench is None:
-        bench = gpu_present()
+        bench = False  # benchmarking runs the file's own code: only when asked for
     elif bench and program is None and not gpu_present():
         raise SwzcError("--bench needs a GPU here: an NVIDIA GPU with nvcc, or an AMD GPU with hipcc; none was found")
     context, context_notes = build_context(file, include_dirs, defines, build_path)
@@ -211,33 +224,46 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                 done, _, total = text.rpartition("(")[2].rstrip(")").partition("/")
                 bar.update(task, description=f"benchmarking {text.rpartition(' (')[0]}", completed=int(done) - 1, total=int(total))
 
-            result = rewrite_file(file, replace(options, progress=progress))
+            with input_limit(max_bytes):
+                result = rewrite_file(file, replace(options, progress=progress))
     else:
-        result = rewrite_file(file, options)
+        with input_limit(max_bytes):
+            result = rewrite_file(file, options)
+    patch = result.patch.encode("utf-8", "surrogateescape")
+    writes = [(out, patch if out.option == "--patch" else result.new)
+              for out in _rewrite_outputs(file, output, in_place and result.changed, patch_out, None)]
     if report and result.benchmarked:
         meta = {"file": result.path, "hw": result.hw, "device": gpu_name(), "date": time.strftime("%Y-%m-%d")}
-        write_atomically(report + ".json", report_json(list(result.bench), meta).encode())
-        write_atomically(report + ".md", report_markdown(list(result.bench), meta).encode())
-    to_stdout = output == "-" or patch_out == "-"
-    if output and output != "-":
-        write_atomically(output, result.new)
-    if in_place and result.changed:
-        write_atomically(file, result.new)
-    if patch_out and patch_out != "-":
-        write_atomically(patch_out, result.patch.encode("utf-8", "surrogateescape"))
+        json_out, md_out = _rewrite_outputs(file, None, False, None, report)
+        writes += [(json_out, report_json(list(result.bench), meta).encode()),
+                   (md_out, report_markdown(list(result.bench), meta).encode())]
+    outputs.write_together(file, writes)
+    to_stdout = output == STDOUT or patch_out == STDOUT
+    patch_note = header_path(file)[1] if patch_out and result.changed else ""
     result = replace(result, notes=(*context_notes, *result.notes))
-    report = _rewrite_json(result, output, in_place, patch_out) if as_json else _rewrite_text(result, bool(output or in_place or patch_out))
+    report = (_rewrite_json(result, output, in_place, patch_out) if as_json
+              else _rewrite_text(result, bool(output or in_place or patch_out), patch_note))
     click.echo(report, err=to_stdout)
-    if output == "-":
+    if output == STDOUT:
         sys.stdout.buffer.write(result.new)
         sys.stdout.flush()
-    if patch_out == "-":
-        sys.stdout.buffer.write(result.patch.encode("utf-8", "surrogateescape"))
+    if patch_out == STDOUT:
+        sys.stdout.buffer.write(patch)
         sys.stdout.flush()
     sys.exit(int(result.exit_code))
 
 
-def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
+def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: str | None,
+                     report: str | None) -> list[Output]:
+    """The files `rewrite` writes (stdout is not one)."""
+    found = [Output("-o", output)] if output and output != STDOUT else []
+    found += [Output("--in-place", file)] if in_place else []
+    found += [Output("--patch", patch_out)] if patch_out and patch_out != STDOUT else []
+    found += [Output("--report", report + ".json"), Output("--report", report + ".md")] if report else []
+    return found
+
+
+def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "") -> str:
     lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
     for o in result.outcomes:
         head = f"  {o.name} (line {o.line}): {o.status}"
@@ -265,6 +291,8 @@ def _rewrite_text(result: RewriteResult, wrote: bool) -> str:
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
+    if patch_note:
+        lines.append(f"  note: {patch_note}")
     if result.changed and not result.benchmarked:
         lines.append("  not benchmarked: no GPU run was made for this patch")
         if not wrote:
@@ -316,15 +344,17 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
 @hw_option
 @set_option
 @build_options
+@max_bytes_option
 @json_option
 @guarded
-def analyze(file: str, hw_name: str, bindings: tuple[str, ...], as_json: bool, include_dirs: tuple[str, ...],
+def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
     hw = load_hw(hw_name)
     bound = parse_bindings(list(bindings))
     context, context_notes = build_context(file, include_dirs, defines, build_path)
-    src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
+    with input_limit(max_bytes):
+        src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
     records = _analysis_records(src, analysis, hw, bound)
     notes = [*context_notes, *analysis.notes]
     if as_json:
@@ -426,6 +456,9 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
     from swzc import probe as probing
 
     base = hwmodels.load(base_name)
+    written = [Output("--output", output)] if output else []
+    written += [Output("--save-output", save_output)] if save_output else []
+    outputs.check(from_output, written)
     if from_output:
         if hip or arch:
             raise SwzcError("--hip and --arch choose how to build the probe; they do not go with --from-output")
@@ -439,15 +472,15 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
         target = arch or base.arch
         text = probing.run_probe(target, hip=hip)
         command = f"swzc probe{' --hip' if hip else ''} --arch {target}"
-    if save_output:
-        write_atomically(save_output, text.encode("utf-8"))
+    if save_output:  # kept even when the output does not parse: it is what the GPU said
+        outputs.write_together(from_output, [(Output("--save-output", save_output), text.encode("utf-8"))])
     result = probing.parse_output(text, from_output or "the probe's output",
                                   ExitCode.BAD_INPUT if from_output else ExitCode.CHECK_FAILED)
     date = result.date or datetime.date.today().isoformat()
     model = probing.to_toml(base, result, command, date, name=name)
     report = probing.summary(result)
     if output:
-        write_atomically(output, model.encode("utf-8"))
+        outputs.write_together(from_output, [(Output("--output", output), model.encode("utf-8"))])
         click.echo(f"{report}\n  wrote {output}")
     else:
         click.echo(report, err=True)

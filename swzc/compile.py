@@ -1,13 +1,21 @@
 """Compile check: the rewritten file must still compile (nvcc for CUDA; hipcc, or nvcc through the
-project's HIP compatibility header, for HIP).  A failure carries the exact command to reproduce it."""
+project's HIP compatibility header, for HIP).  A failure carries the exact command to reproduce it.
+
+The file is compiled, never run.  Each compile happens in a temporary folder that is removed on every
+path, the compiler killed with all its children when swzc is interrupted.  To reproduce a failure, set
+SWZC_KEEP_FAILED=DIR: the rewritten file that failed is then written to DIR and the printed command
+compiles that copy.
+"""
 
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -15,6 +23,7 @@ from pathlib import Path
 from swzc.hw import HardwareModel
 
 TIMEOUT_S = 300
+KEEP_FAILED = "SWZC_KEEP_FAILED"  # environment: a folder to keep the rewritten file in when it fails to compile
 
 
 @dataclass(frozen=True)
@@ -22,6 +31,27 @@ class CompileReport:
     status: str  # "ok", "failed", "skipped"
     command: str
     detail: str = ""
+
+
+def run_tool(cmd: Sequence[str], scratch: str, *, cwd: str | None = None,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run an external tool in a process group of its own, output captured as text.  The whole group
+    (nvcc's cicc, ptxas, the host compiler …) is killed when the tool times out or swzc is interrupted,
+    and its own temporary files go to `scratch` (TMPDIR), a folder swzc removes, so nothing outlives it."""
+    env = {**os.environ, "TMPDIR": scratch}
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, out.decode("utf-8", "replace"),
+                                       err.decode("utf-8", "replace"))
 
 
 def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...], include_dir: str) -> list[str] | None:
@@ -38,41 +68,57 @@ def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...]
     return [*cmd, *flags, "-c", str(path), "-o", out]
 
 
-def _compile(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...], include_dir: str, keep_failed: bool = False) -> tuple[int | None, str, str]:
-    """Compile `data` as `name` in a fresh folder; a failing file is kept there when asked, so the command reproduces."""
-    tmp = tempfile.mkdtemp(prefix="swzc-cc-")
-    path = Path(tmp) / name
-    path.write_bytes(data)
-    cmd = _command(path, dialect, hw, flags, include_dir)
-    code: int | None = None
-    shown, detail = "", "no nvcc or hipcc on PATH"
-    if cmd is not None:
-        shown = shlex.join(cmd)
+def _compile(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...],
+             include_dir: str) -> tuple[int | None, list[str] | None, str]:
+    """Compile `data` as `name` in a temporary folder: (exit code or None without a compiler, command, output)."""
+    with tempfile.TemporaryDirectory(prefix="swzc-cc-") as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        cmd = _command(path, dialect, hw, flags, include_dir)
+        if cmd is None:
+            return None, None, "no nvcc or hipcc on PATH"
         try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=include_dir)
-            code, detail = run.returncode, (run.stderr + run.stdout).strip()
+            run = run_tool(cmd, tmp, timeout=TIMEOUT_S, cwd=include_dir)
         except subprocess.TimeoutExpired:
-            code, detail = 1, f"timed out after {TIMEOUT_S} s"
-    if not (keep_failed and code):
-        shutil.rmtree(tmp, ignore_errors=True)
-    return code, shown, detail
+            return 1, cmd, f"timed out after {TIMEOUT_S} s"
+        return run.returncode, cmd, (run.stderr + run.stdout).strip()
 
 
-def compile_check(src_path: str, old: bytes, new: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...] = ()) -> CompileReport:
-    """Compile the rewritten file; on failure compile the original too, to tell our fault from the file's."""
+def _keep(name: str, data: bytes, cmd: list[str], keep_dir: str | None) -> tuple[str, str]:
+    """The command to show for a failed compile, and a note: the command compiles a kept copy of the
+    file when `keep_dir` is given; otherwise its file is gone, and the note says how to keep it."""
+    if not keep_dir:
+        return shlex.join(cmd), f"the rewritten file was not kept; set {KEEP_FAILED}=DIR to keep it for this command"
+    try:
+        os.makedirs(keep_dir, exist_ok=True)
+        kept = Path(keep_dir).resolve() / name
+        kept.write_bytes(data)
+    except OSError as exc:
+        return shlex.join(cmd), f"could not keep the rewritten file in {keep_dir}: {exc.strerror or exc}"
+    source, obj = cmd[-3], cmd[-1]
+    shown = [str(kept) if part == source else str(kept.with_suffix(".o")) if part == obj else part for part in cmd]
+    return shlex.join(shown), f"the rewritten file is kept as {kept}"
+
+
+def compile_check(src_path: str, old: bytes, new: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...] = (),
+                  keep_dir: str | None = None) -> CompileReport:
+    """Compile the rewritten file; on failure compile the original too, to tell our fault from the file's.
+
+    `keep_dir` (default: $SWZC_KEEP_FAILED) receives the rewritten file when it fails and the original
+    compiles, so that the reported command reproduces the failure."""
     name = os.path.basename(src_path) or "kernel.cu"
     if not name.endswith((".cu", ".hip", ".cuh", ".cpp")):
         name += ".cu"
     if name.endswith(".cuh"):
         name = name[:-4] + ".cu"
     include_dir = os.path.dirname(os.path.abspath(src_path))
-    code, cmd, detail = _compile(name, new, dialect, hw, flags, include_dir, keep_failed=True)
-    if code is None:
+    code, cmd, detail = _compile(name, new, dialect, hw, flags, include_dir)
+    if code is None or cmd is None:
         return CompileReport("skipped", "", detail)
     if code == 0:
-        return CompileReport("ok", cmd)
+        return CompileReport("ok", shlex.join(cmd))
     code_old, _, _ = _compile(name, old, dialect, hw, flags, include_dir)
     if code_old != 0:
-        shutil.rmtree(os.path.dirname(shlex.split(cmd)[-3]), ignore_errors=True)
-        return CompileReport("skipped", cmd, "the original file does not compile with this command either")
-    return CompileReport("failed", cmd, detail)
+        return CompileReport("skipped", shlex.join(cmd), "the original file does not compile with this command either")
+    command, note = _keep(name, new, cmd, keep_dir if keep_dir is not None else os.environ.get(KEEP_FAILED))
+    return CompileReport("failed", command, f"{note}\n{detail}")

@@ -10,6 +10,7 @@ class ExitCode(IntEnum):
     DECLINED = 1  # every kernel that uses the block index was refused or declined
     BAD_INPUT = 2  # unreadable file, syntax error, unknown --hw, bad --swizzle / --set
     CHECK_FAILED = 3  # the rewrite failed one of its own checks (re-parse, proof, compile); nothing written
+    INTERRUPTED = 130  # SIGINT or SIGTERM (128 + SIGINT, as shells report an interrupted command)
 
 
 class SwzcError(Exception):

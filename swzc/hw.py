@@ -7,12 +7,13 @@ paper, or "measured …" with the date and the command); a figure without a sour
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, fields
 from importlib import resources
-from pathlib import Path
 
 from swzc.errors import SwzcError
+from swzc.inputs import read_regular
 
 DISPATCH_POLICIES = (
     "round-robin-gpc",  # NVIDIA: consecutive blocks to TPC pairs striding over GPCs (block_to_cu when measured)
@@ -22,6 +23,28 @@ DISPATCH_POLICIES = (
 _INTS = ("compute_units", "l2_bytes", "l2_partitions", "l2_line_bytes", "l2_sector_bytes", "l2_ways", "chiplets",
          "warp_size", "max_threads_per_cu", "max_blocks_per_cu", "regs_per_cu", "smem_per_cu")
 OPTIONAL = ("memory_cache_bytes", "block_to_cu", "cu_partition", "l2_far_extra_cycles")  # absent: 0 or empty
+
+# The largest figure each count may take: today's GPUs with ample room (MI300X: 304 compute units, 8
+# chiplets; H200: 60 MB of L2).  Past these a figure is a mistake, the model's work (which grows with
+# chiplets and compute units) would run for minutes, and the prover's 32-bit arithmetic would overflow.
+LIMITS = {
+    "compute_units": 4096,
+    "l2_bytes": 1 << 30,
+    "l2_partitions": 64,
+    "l2_line_bytes": 4096,
+    "l2_sector_bytes": 4096,
+    "l2_ways": 1024,
+    "chiplets": 64,
+    "warp_size": 128,
+    "max_threads_per_cu": 8192,
+    "max_blocks_per_cu": 1024,
+    "regs_per_cu": 1 << 24,
+    "smem_per_cu": 1 << 24,
+    "memory_cache_bytes": 1 << 32,
+}
+MAX_DRAM_BYTES_PER_S = 1e15  # 1 PB/s; H200: 4.8 TB/s
+MAX_FAR_EXTRA_CYCLES = 10_000.0
+MAX_MODEL_FILE_BYTES = 1 << 20  # a model file is a few KB; a measured block_to_cu list stays far below this
 
 
 @dataclass(frozen=True)
@@ -56,14 +79,25 @@ class HardwareModel:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
+            if value > LIMITS[name]:
+                raise ValueError(f"{name} = {value} is more than any GPU this model can describe (at most {LIMITS[name]:,})")
         cache = self.memory_cache_bytes
         if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
             raise ValueError(f"memory_cache_bytes must be a non-negative integer, not {cache!r}")
+        if cache > LIMITS["memory_cache_bytes"]:
+            raise ValueError(f"memory_cache_bytes = {cache} is more than any GPU this model can describe "
+                             f"(at most {LIMITS['memory_cache_bytes']:,})")
+        far = self.l2_far_extra_cycles
+        if isinstance(far, bool) or not isinstance(far, (int, float)) or not 0 <= far <= MAX_FAR_EXTRA_CYCLES:
+            raise ValueError(f"l2_far_extra_cycles must be a number from 0 to {MAX_FAR_EXTRA_CYCLES:,.0f}, not {far!r}")
         if self.dispatch not in DISPATCH_POLICIES:
             raise ValueError(f"dispatch must be one of {', '.join(DISPATCH_POLICIES)}, not {self.dispatch!r}")
         bandwidth = self.dram_bytes_per_s
         if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < math.inf:
             raise ValueError(f"dram_bytes_per_s must be a positive number, not {bandwidth!r}")
+        if bandwidth > MAX_DRAM_BYTES_PER_S:
+            raise ValueError(f"dram_bytes_per_s = {bandwidth:g} is more than any GPU this model can describe "
+                             f"(at most {MAX_DRAM_BYTES_PER_S:g})")
         if self.l2_bytes % (self.l2_line_bytes * self.l2_ways) or self.l2_line_bytes % self.l2_sector_bytes:
             raise ValueError("l2_bytes must be whole sets of l2_ways lines, and lines whole sectors")
         if self.l2_bytes % self.chiplets:
@@ -108,6 +142,8 @@ def parse_model(text: str, origin: str) -> HardwareModel:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SwzcError(f"{origin}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SwzcError(f"{origin}: not a hardware model: arrays or tables nested too deeply") from None
     wanted = {f.name for f in fields(HardwareModel)}
     required = {f.name for f in fields(HardwareModel) if f.name not in OPTIONAL}
     missing = sorted(required - raw.keys())
@@ -136,10 +172,17 @@ def parse_model(text: str, origin: str) -> HardwareModel:
 
 def load(name: str) -> HardwareModel:
     """A bundled model by name (h200, mi300x, …), or a model file by path (ending in .toml)."""
-    if name.endswith(".toml") and Path(name).is_file():
-        return parse_model(Path(name).read_text(encoding="utf-8"), name)
     names = available()
+    if name.endswith(".toml") and os.path.lexists(name):
+        data = read_regular(name, MAX_MODEL_FILE_BYTES)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SwzcError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        return parse_model(text, name)
     if name not in names:
+        if name.endswith(".toml"):
+            raise SwzcError(f"{name}: no such file (and no bundled hardware model has that name; known: {', '.join(names)})")
         raise SwzcError(f"unknown hardware model {name!r}; known: {', '.join(names)} (or a path to a .toml file)")
     text = resources.files("swzc.hwmodels").joinpath(f"{name}.toml").read_text(encoding="utf-8")
     return parse_model(text, f"hwmodels/{name}.toml")

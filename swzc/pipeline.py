@@ -22,9 +22,9 @@ from swzc.evaluate import Dim3, Evaluator, Value, expression_of
 from swzc.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
-from swzc.patch import unified_patch
-from swzc.preprocess import CompileContext
 from swzc.observe import observe_launches, observed_launches
+from swzc.patch import patch_from_edits
+from swzc.preprocess import CompileContext
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
@@ -364,7 +364,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
 
     edits = block_swizzle.splice(analysis, accepted)
     new_src = rewrite(src, edits) if edits else src
-    patch = unified_patch(src.path, src.data, new_src.data)
+    patch = patch_from_edits(src.path, src.data, edits, new_src.data)
 
     report = None
     if options.compile and edits:

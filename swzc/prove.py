@@ -7,18 +7,23 @@ includes non-divisible ones.  It also says whether the mapping was the identity 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
+import secrets
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from swzc.compile import run_tool
 from swzc.errors import ExitCode, SwzcError
 from swzc.swizzles import SwizzleSpec, cxx_library
 
@@ -130,16 +135,6 @@ def host_program(uses: list[tuple[SwizzleSpec, str]]) -> str:
     return _HOST_PRELUDE + cxx_library(uses) + _HOST_MAIN % cases
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "swzc"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    except OSError:
-        return Path(tempfile.gettempdir())
-
-
 def host_compiler() -> list[str]:
     for candidate in (os.environ.get("CXX"), "c++", "g++", "clang++"):
         if candidate and shutil.which(shlex.split(candidate)[0]):
@@ -147,28 +142,187 @@ def host_compiler() -> list[str]:
     raise SwzcError("no host C++ compiler to prove the swizzle with (set CXX)", ExitCode.CHECK_FAILED)
 
 
+# ---- the prover binary: built once per distinct program, kept in a private cache ------------------------
+#
+# The cache is `$XDG_CACHE_HOME/swzc` (else ~/.cache/swzc), used only when it is a folder of this user's;
+# it is made 0700, so no one else may write to it.  An entry is the binary `prover-<key>` and `prover-<key>.sha256`, which
+# names the key and the binary's hash; both must be this user's own, single-linked files, and the bytes
+# must hash to what was stored, or the entry is rebuilt.  The binary runs from the descriptor whose bytes
+# were hashed (/proc/self/fd), so a file swapped in after the check is never run.  Without a usable cache
+# folder, the prover is built in a private temporary folder removed when swzc exits: never in a shared
+# folder where another user could plant a file under a name swzc would run.
+
+_PROVER_FLAGS = ("-O2", "-std=c++11")
+_BUILD_TIMEOUT_S = 300
+_MAX_PROVER_BYTES = 64 << 20
+_BY_DESCRIPTOR = os.path.isdir("/proc/self/fd")
+
+
+@dataclass(frozen=True)
+class Prover:
+    """A verified prover binary, held open for as long as it is used."""
+
+    fd: int
+    where: str  # its path, for messages (and to run it where there is no /proc/self/fd)
+
+    def __post_init__(self) -> None:
+        weakref.finalize(self, os.close, self.fd)
+
+    def run(self, request: bytes) -> subprocess.CompletedProcess:
+        if _BY_DESCRIPTOR:
+            return subprocess.run([f"/proc/self/fd/{self.fd}"], input=request, capture_output=True, pass_fds=(self.fd,))
+        return subprocess.run([self.where], input=request, capture_output=True)
+
+
+def _cache_folder() -> tuple[int, str] | None:
+    """An open descriptor and the path of swzc's cache folder, or None when there is no safe one.
+
+    It is created 0700; an existing one must be a folder (not a link) owned by this user, and is made
+    0700 if it is not.  A missing home folder, or the cache base's parent, is never created."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset or relative: the XDG spec says to ignore it
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    folder = os.path.join(base, "swzc")
+    try:
+        for path in (base, folder):
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid():
+            raise PermissionError(f"{folder} belongs to another user")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd, folder
+
+
+def _read_own(folder: int, name: str) -> tuple[int, bytes] | None:
+    """Open `name` in the folder and read it whole, if it is this user's own single-linked regular file."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_nlink == 1
+                and info.st_size <= _MAX_PROVER_BYTES):
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return fd, b"".join(chunks)
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _stamp(key: str, binary: bytes) -> bytes:
+    return f"prover-{key} sha256 {hashlib.sha256(binary).hexdigest()}\n".encode()
+
+
+def _cached(folder: int, key: str) -> int | None:
+    """A descriptor of the cached prover for `key` whose bytes hash to the stored hash, or None."""
+    stamp = _read_own(folder, f"prover-{key}.sha256")
+    if stamp is None:
+        return None
+    os.close(stamp[0])
+    binary = _read_own(folder, f"prover-{key}")
+    if binary is None:
+        return None
+    fd, data = binary
+    if _stamp(key, data) != stamp[1]:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _store(folder: int, key: str, binary: bytes) -> None:
+    """Put a prover in the cache, best effort: a failure (a full disk, a read-only folder) leaves no
+    partial file behind and only means the next run builds it again."""
+    for name, data, mode in ((f"prover-{key}", binary, 0o700), (f"prover-{key}.sha256", _stamp(key, binary), 0o600)):
+        temp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+        except OSError:
+            return
+        try:
+            try:
+                os.fchmod(fd, mode)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException as exc:
+            try:
+                os.unlink(temp, dir_fd=folder)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                return
+            raise
+
+
+@functools.cache
+def _private_folder() -> Path:
+    """A folder of this process only, removed when it exits."""
+    folder = Path(tempfile.mkdtemp(prefix="swzc-prove-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
+    source = _private_folder() / f"prover-{key}.cpp"
+    source.write_text(program)
+    built = _private_folder() / f"prover-{key}"
+    cmd = [*compiler, *_PROVER_FLAGS, "-o", str(built), str(source)]
+    try:
+        run = run_tool(cmd, str(_private_folder()), timeout=_BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise SwzcError(f"the swizzle prover did not compile in {_BUILD_TIMEOUT_S} s: {shlex.join(cmd)}", ExitCode.CHECK_FAILED) from None
+    if run.returncode != 0:
+        raise SwzcError(f"the swizzle prover does not compile: {shlex.join(cmd)}\n{run.stderr.strip()}", ExitCode.CHECK_FAILED)
+    return built
+
+
+def prover_key(program: str, compiler: list[str]) -> str:
+    """The cache key of a prover: its program and the command that compiles it."""
+    return hashlib.sha256("\0".join([*compiler, *_PROVER_FLAGS, program]).encode()).hexdigest()[:32]
+
+
 @functools.lru_cache(maxsize=32)
-def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Path:
-    """Compile the prover for these swizzles, once per distinct program (cached on disk by its hash)."""
+def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Prover:
+    """The prover for these swizzles: from the cache when an intact one is there, else compiled (and cached)."""
     program = host_program(list(uses))
-    digest = hashlib.sha256(program.encode()).hexdigest()[:16]
-    binary = _cache_dir() / f"prover-{digest}"
-    if binary.exists():
-        return binary
-    with tempfile.TemporaryDirectory(prefix="swzc-prove-") as tmp:
-        source = Path(tmp) / "prove.cpp"
-        source.write_text(program)
-        built = Path(tmp) / "prove"
-        cmd = [*host_compiler(), "-O2", "-std=c++11", "-o", str(built), str(source)]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            raise SwzcError(
-                f"the swizzle prover does not compile: {shlex.join(cmd)}\n{run.stderr.strip()}", ExitCode.CHECK_FAILED
-            )
-        partial = binary.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copy2(built, partial)
-        os.replace(partial, binary)
-    return binary
+    compiler = host_compiler()
+    key = prover_key(program, compiler)
+    cache = _cache_folder()
+    try:
+        if cache is not None:
+            fd = _cached(cache[0], key)
+            if fd is not None:
+                return Prover(fd, os.path.join(cache[1], f"prover-{key}"))
+        built = _compile_prover(program, compiler, key)
+        fd = os.open(built, os.O_RDONLY | os.O_CLOEXEC)
+        prover = Prover(fd, str(built))
+        if cache is not None:
+            _store(cache[0], key, built.read_bytes())
+        return prover
+    finally:
+        if cache is not None:
+            os.close(cache[0])
 
 
 def sample_shapes(adapter: str) -> tuple[Shape, ...]:
@@ -188,7 +342,7 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
     distinct = tuple(dict.fromkeys((spec, adapter) for spec, adapter, _ in uses))
     if not distinct:
         return []
-    binary = build_prover(distinct)
+    prover = build_prover(distinct)
     jobs: list[tuple[SwizzleSpec, str, tuple[Shape, ...], bool]] = []
     lines: list[str] = []
     for spec, adapter, shapes in uses:
@@ -198,10 +352,11 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
         jobs.append((spec, adapter, chosen, sampled))
         which = distinct.index((spec, adapter))
         lines += [f"p {which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]
-    run = subprocess.run([str(binary)], input="\n".join(lines) + "\n", capture_output=True, text=True)
-    answers = run.stdout.splitlines()
+    run = prover.run(("\n".join(lines) + "\n").encode())
+    answers = run.stdout.decode("utf-8", "replace").splitlines()
     if run.returncode != 0 or len(answers) != len(lines):
-        raise SwzcError(f"the swizzle prover {binary} failed: {run.stderr.strip()}", ExitCode.CHECK_FAILED)
+        raise SwzcError(f"the swizzle prover {prover.where} failed: {run.stderr.decode('utf-8', 'replace').strip()}",
+                        ExitCode.CHECK_FAILED)
     proofs = []
     at = 0
     for spec, adapter, shapes, sampled in jobs:
@@ -222,12 +377,12 @@ def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape, limit: int 
 
     Computed by the same compiled C++ the prover runs, so the model ranks exactly what is spliced in."""
     distinct = tuple(dict.fromkeys(uses))
-    binary = build_prover(distinct)
+    prover = build_prover(distinct)
     gx, gy, gz, n = shape
     blocks = gx * gy * gz if limit is None else min(limit, gx * gy * gz)
     request = (f"l {blocks}\n" if limit is not None else "") + "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
-    run = subprocess.run([str(binary)], input=request.encode(), capture_output=True)
+    run = prover.run(request.encode())
     data = np.frombuffer(run.stdout, dtype=np.uint32)
     if run.returncode != 0 or data.size != 3 * blocks * len(uses):
-        raise SwzcError(f"the swizzle prover {binary} failed to list block orders", ExitCode.CHECK_FAILED)
+        raise SwzcError(f"the swizzle prover {prover.where} failed to list block orders", ExitCode.CHECK_FAILED)
     return [chunk.reshape(blocks, 3) for chunk in np.split(data, len(uses))] if uses else []

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Tree
 
 from swzc.errors import ExitCode, SwzcError
+from swzc.inputs import read_regular
 
 CUDA = Language(tree_sitter_cuda.language())
 
@@ -137,12 +138,13 @@ def load_bytes(path: str, data: bytes) -> SourceFile:
     return SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data), errors=syntax_issues(data, tree))
 
 
-def load(path: str) -> SourceFile:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except IsADirectoryError:
-        raise SwzcError(f"{path}: is a directory, not a source file") from None
-    except OSError as exc:
-        raise SwzcError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return load_bytes(path, data)
+# Inputs above this many bytes are refused (see the README's Security section); --max-bytes raises it.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+max_input_bytes: ContextVar[int] = ContextVar("max_input_bytes", default=DEFAULT_MAX_BYTES)
+
+
+def load(path: str, max_bytes: int | None = None) -> SourceFile:
+    """Read and parse a source file.  It must be a regular file of at most `max_bytes` (default: the
+    `max_input_bytes` in effect, which the command line's --max-bytes sets)."""
+    limit = max_input_bytes.get() if max_bytes is None else max_bytes
+    return load_bytes(path, read_regular(path, limit, " (raise it with --max-bytes)"))

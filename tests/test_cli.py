@@ -423,8 +423,13 @@ def test_version():
 def test_help_documents_exit_codes():
     result = invoke("rewrite", "--help")
     assert result.exit_code == 0
-    for line in ("0  rewritten", "1  every kernel", "2  bad input", "3  a check"):
+    for line in ("0  rewritten", "1  every kernel", "2  bad input", "3  a check", "130  interrupted"):
         assert line in result.stdout
+
+
+def test_help_says_benchmarking_runs_the_file_and_is_off_by_default():
+    text = " ".join(invoke("rewrite", "--help").stdout.split())
+    assert "runs its kernel and static initialisers" in text and "default: off" in text
 
 
 # ---- numbers the file or the user gives that are not finite --------------------------------------------------
@@ -467,6 +472,13 @@ def test_console_script(work):
     assert run.returncode == 2
     assert run.stderr.startswith("swzc: error: bad.cu:3:5: syntax error")
     assert "Traceback" not in run.stderr
+
+
+def test_python_dash_m_is_the_console_script(work):
+    run = subprocess.run([sys.executable, "-m", "swzc", "rewrite", "k.cu", "--no-compile", "--json"], cwd=work,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["kernels"][0]["status"] == "rewritten"
 
 
 def test_console_script_patch_to_strict_utf8_stdout(work):

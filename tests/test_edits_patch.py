@@ -5,10 +5,12 @@ import shutil
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swzc.edits import Edit, apply_edits, overlapping, rewrite
 from swzc.errors import ExitCode, SwzcError
-from swzc.patch import check_patch, patch_path, unified_patch
+from swzc.patch import check_patch, header_path, patch_from_edits, patch_path, unified_patch
 from swzc.source import load_bytes
 
 DATA = b"0123456789"
@@ -237,3 +239,135 @@ def test_git_apply_with_unusual_line_separators(mid, tmp_path):
     new = b"int a;" + mid + b"int b;\nint C;\n"
     patch = unified_patch("k.cu", old, new)
     assert git_apply(tmp_path, "k.cu", old, patch) == new
+
+
+# ---- patch_from_edits: hunks straight from the edits ---------------------------------------------------------
+
+LINES40 = b"".join(b"line %d\n" % i for i in range(40))
+
+
+def _both(old: bytes, edits: list[Edit]) -> tuple[str, str]:
+    new = apply_edits(old, edits)
+    return patch_from_edits("k.cu", old, edits, new), unified_patch("k.cu", old, new)
+
+
+@pytest.mark.parametrize("edits", [
+    [Edit.replace(5, 6, "X")],  # inside one line
+    [Edit.insert(0, "top\n")],  # whole lines before the first
+    [Edit.insert(len(LINES40), "bottom\n")],  # after the last
+    [Edit.insert(LINES40.index(b"line 10"), "a\nb\n")],  # whole lines in the middle: a pure addition
+    [Edit(LINES40.index(b"line 3\n"), LINES40.index(b"line 5\n"), b"")],  # whole lines removed
+    [Edit.replace(LINES40.index(b"line 7"), LINES40.index(b"line 9") + 4, "joined")],  # lines merged into one
+    [Edit.insert(LINES40.index(b"line 5\n") + 6, "\nextra")],  # a line added after a line, from its end
+    [Edit.insert(LINES40.index(b"line 2"), "x"), Edit.insert(LINES40.index(b"line 2") + 3, "y")],  # one line, two edits
+    [Edit.insert(LINES40.index(b"line 2"), "a\n"), Edit.insert(LINES40.index(b"line 8"), "b\n")],  # 6 lines apart: one hunk
+    [Edit.insert(LINES40.index(b"line 2"), "a\n"), Edit.insert(LINES40.index(b"line 9"), "b\n")],  # 7 apart: two hunks
+    [Edit.insert(LINES40.index(b"line 2"), "a\n"), Edit.insert(LINES40.index(b"line 3"), "b\n")],  # adjacent changes
+], ids=["in-line", "top", "bottom", "add-lines", "remove-lines", "join", "add-from-line-end", "two-on-a-line", "merge-at-6",
+        "split-at-7", "adjacent"])
+def test_patch_from_edits_groups_hunks_as_diff_does(edits):
+    ours, difflibs = _both(LINES40, edits)
+    assert ours == difflibs
+
+
+def test_hunks_merge_within_twice_the_context():
+    near = [Edit.insert(LINES40.index(b"line 2"), "a\n"), Edit.insert(LINES40.index(b"line 8"), "b\n")]
+    far = [Edit.insert(LINES40.index(b"line 2"), "a\n"), Edit.insert(LINES40.index(b"line 9"), "b\n")]
+    assert _both(LINES40, near)[0].count("\n@@ ") == 1  # 6 unchanged lines between: one hunk
+    assert _both(LINES40, far)[0].count("\n@@ ") == 2  # 7: two
+
+
+@pytest.mark.parametrize("old, edits", [
+    (b"a\nb\nc", [Edit.replace(4, 5, "C")]),  # last line without a newline, changed
+    (b"a\nb\nc", [Edit.insert(5, "\n")]),  # the final newline added
+    (b"a\nb\nc\n", [Edit(5, 6, b"")]),  # the final newline removed
+    (b"a\nb\nc", [Edit.replace(2, 3, "B")]),  # a context line without a newline
+    (b"", [Edit.insert(0, "x\ny\n")]),  # from an empty file
+    (b"a\r\nb\r\nc\r\n", [Edit.replace(3, 4, "B")]),  # CRLF
+    (b"// caf\xe9\nint b;\n", [Edit.replace(13, 14, "B")]),  # not UTF-8
+    (b"a\x0cb\nc\n", [Edit.replace(4, 5, "C")]),  # a form feed is not a line end
+])
+def test_patch_from_edits_edge_cases(old, edits):
+    ours, difflibs = _both(old, edits)
+    assert ours == difflibs
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_patch_from_edits_always_checks_out(data):
+    """Any edits on any file: the patch reproduces the new file (check_patch runs inside)."""
+    lines = data.draw(st.lists(st.sampled_from(["x", "y", "", "z z", "\r", "x\r"]), max_size=25))
+    old = "\n".join(lines).encode() + data.draw(st.sampled_from([b"", b"\n"]))
+    edits: list[Edit] = []
+    for _ in range(data.draw(st.integers(1, 5))):
+        start = data.draw(st.integers(0, len(old)))
+        end = data.draw(st.integers(start, min(len(old), start + 8)))
+        candidate = Edit(start, end, data.draw(st.sampled_from([b"", b"\n", b"Q", b"Q\n", b"\nQ", b"x\n", b"a\nb\n"])))
+        if overlapping(edits + [candidate]) is None:
+            edits.append(candidate)
+    new = apply_edits(old, edits)
+    patch = patch_from_edits("k.cu", old, edits, new)
+    assert (patch == "") == (old == new)
+
+
+@needs_git
+def test_git_applies_patches_built_from_edits(tmp_path):
+    old = b"".join(b"int v%d = %d;\n" % (i, i) for i in range(60))
+    edits = [Edit.insert(0, "// top\n"), Edit.replace(old.index(b"v10 = 10"), old.index(b"v10 = 10") + 3, "w10"),
+             Edit.insert(old.index(b"int v40"), "int extra;\n"), Edit(old.index(b"int v59"), len(old), b"int last;")]
+    new = apply_edits(old, edits)
+    assert git_apply(tmp_path, "k.cu", old, patch_from_edits("k.cu", old, edits, new)) == new
+
+
+def test_patch_from_edits_is_checked():
+    old = b"a\nb\nc\n"
+    with pytest.raises(SwzcError) as info:
+        patch_from_edits("k.cu", old, [Edit.replace(2, 3, "B")], b"a\nX\nc\n")  # not what the edits give
+    assert info.value.code == ExitCode.CHECK_FAILED
+
+
+# ---- header paths -------------------------------------------------------------------------------------------------
+
+
+def test_header_path_is_relative_to_the_work_tree_root(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    (repo / ".git").mkdir()  # found by looking, not by running git
+    monkeypatch.chdir(repo / "src" / "deep")
+    assert header_path("../k.cu") == ("src/k.cu", "")
+    assert header_path("k.cu") == ("src/deep/k.cu", "")
+    assert header_path(str(repo / "top.cu")) == ("top.cu", "")
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".git").write_text("gitdir: elsewhere\n")  # a submodule or a linked work tree
+    assert header_path(str(repo / "sub" / "m.cu")) == ("m.cu", "")
+
+
+def test_header_path_outside_any_work_tree(tmp_path, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    if _inside_a_work_tree(tmp_path):
+        pytest.skip("the temporary folder is inside a git work tree")
+    assert header_path("a/b.cu") == ("a/b.cu", "")
+    name, note = header_path("../up.cu")
+    assert name == "up.cu" and "../up.cu is outside the working folder" in note
+    assert ".." not in patch_path("../../../x.cu")
+
+
+def _inside_a_work_tree(folder) -> bool:
+    return any((p / ".git").exists() for p in (folder, *folder.parents))
+
+
+@pytest.mark.parametrize("name, header", [
+    ("new\nline.cu", '"a/new\\nline.cu"'),
+    ('q"uote.cu', '"a/q\\"uote.cu"'),
+    ("back\\slash.cu", '"a/back\\\\slash.cu"'),
+    ("tab\there.cu", '"a/tab\\there.cu"'),
+    ("bell\x07.cu", '"a/bell\\a.cu"'),
+    ("esc\x1b.cu", '"a/esc\\033.cu"'),
+    ("plain name.cu", "a/plain name.cu"),
+    ("caf\u00e9.cu", "a/caf\u00e9.cu"),
+])
+def test_header_paths_are_quoted_as_git_quotes_them(tmp_path, monkeypatch, name, header):
+    monkeypatch.chdir(tmp_path)
+    patch = unified_patch(name, b"a\n", b"b\n")
+    assert patch.splitlines()[0] == f"--- {header}"

@@ -93,6 +93,16 @@ BAD_MODELS = {
     "non-string-arch": (_edit("arch", "90"), "arch must be a string"),
     "negative-dram": (_edit("dram_bytes_per_s", "-1.0"), "dram_bytes_per_s must be a positive number"),
     "string-dram": (_edit("dram_bytes_per_s", '"fast"'), "dram_bytes_per_s must be a positive number"),
+    "chiplets-70000": (_edit("chiplets", "70000"), "chiplets = 70000 is more than any GPU"),
+    "chiplets-2^32": (_edit("chiplets", str(2**32)), "at most 64"),
+    "compute-units": (_edit("compute_units", "4097"), "compute_units = 4097 is more than any GPU"),
+    "huge-l2": (_edit("l2_bytes", str(2**40)), "l2_bytes"),
+    "huge-memory-cache": (_edit("memory_cache_bytes", str(2**40)), "memory_cache_bytes"),
+    "huge-dram": (_edit("dram_bytes_per_s", "1e18"), "dram_bytes_per_s"),
+    "far-cycles-string": (_edit("l2_far_extra_cycles", '"slow"'), "l2_far_extra_cycles must be a number"),
+    "far-cycles-negative": (_edit("l2_far_extra_cycles", "-1.0"), "l2_far_extra_cycles must be a number"),
+    "deep-arrays": ("x = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested too deeply"),
+    "deep-tables": ("x = " + "{a = " * 5_000 + "1" + "}" * 5_000 + "\n", "nested too deeply"),
 }
 
 
@@ -173,3 +183,45 @@ def test_flush_covers_l2_and_a_memory_side_cache():
     good = dataclasses.asdict(mi300x)
     with pytest.raises(ValueError, match="memory_cache_bytes"):
         hw.HardwareModel(**{**good, "memory_cache_bytes": -1})
+
+
+@pytest.mark.parametrize("name", list(hw.LIMITS))
+def test_every_bounded_figure_refuses_one_more_than_its_limit(name):
+    good = dataclasses.asdict(hw.load("mi300x"))
+    with pytest.raises(ValueError, match=f"{name} = {hw.LIMITS[name] + 1} is more than"):
+        hw.HardwareModel(**{**good, name: hw.LIMITS[name] + 1})
+
+
+@pytest.mark.parametrize("name", ["compute_units", "chiplets", "l2_partitions", "memory_cache_bytes", "warp_size"])
+def test_a_figure_at_its_limit_is_accepted(name):
+    good = dataclasses.asdict(hw.load("mi300x"))
+    assert getattr(hw.HardwareModel(**{**good, name: hw.LIMITS[name]}), name) == hw.LIMITS[name]
+
+
+def test_bounds_keep_the_prover_in_32_bits():
+    assert all(limit <= 2**32 for limit in hw.LIMITS.values())
+    assert hw.LIMITS["chiplets"] <= 64 and hw.LIMITS["compute_units"] <= 4096
+
+
+def test_model_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "gpu.toml"
+    path.write_bytes(H200_TOML.encode().replace(b'name = "h200"', b'name = "h\xff200"'))
+    with pytest.raises(SwzcError) as info:
+        hw.load(str(path))
+    assert info.value.code == ExitCode.BAD_INPUT and info.value.message.startswith(f"{path}: not UTF-8")
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "missing", "too-big"])
+def test_model_file_that_cannot_be_read(tmp_path, kind):
+    import os
+
+    path = tmp_path / "gpu.toml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "too-big":
+        path.write_text(H200_TOML + "#" * hw.MAX_MODEL_FILE_BYTES)
+    with pytest.raises(SwzcError) as info:
+        hw.load(str(path))
+    assert info.value.code == ExitCode.BAD_INPUT and info.value.message.startswith(f"{path}: ")

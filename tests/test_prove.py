@@ -1,4 +1,14 @@
-"""The prover compiles the exact spliced C++ for the host; every built-in swizzle must be a bijection."""
+"""The prover compiles the exact spliced C++ for the host; every built-in swizzle must be a bijection.
+Its cache runs nothing found on disk that swzc did not make."""
+
+import errno
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -101,3 +111,138 @@ def test_bad_specs(text, message):
 def test_spec_names_round_trip():
     for text in ("identity", "colmajor", "grouped:8", "xcd:8", "xcd:8+grouped:16"):
         assert parse_spec(text).name == text
+
+
+# ---- the prover cache: nothing found on disk is run unless swzc made it ------------------------------------
+
+
+MARKER_SCRIPT = "#!/bin/sh\necho ran > '{marker}'\nwhile read line; do echo 'ok 0'; done\n"
+
+
+def _plant(path: Path, marker: Path, stamp_key: str | None = None) -> None:
+    """A fake prover that leaves a marker when run, and answers every question with 'bijection'."""
+    data = MARKER_SCRIPT.format(marker=marker).encode()
+    path.write_bytes(data)
+    path.chmod(0o755)
+    if stamp_key is not None:  # a stamp as swzc writes it: an attacker can compute it for their own file
+        path.with_name(path.name + ".sha256").write_bytes(prover._stamp(stamp_key, data))
+
+
+def _programs(uses) -> tuple[str, str]:
+    program = prover.host_program(list(uses))
+    return hashlib.sha256(program.encode()).hexdigest()[:16], prover.prover_key(program, prover.host_compiler())
+
+
+@pytest.fixture
+def fresh_prover(monkeypatch):
+    prover.build_prover.cache_clear()
+    yield
+    prover.build_prover.cache_clear()
+
+
+GROUPED = ((parse_spec("grouped:8"), "2d"),)
+
+
+def test_planted_prover_in_a_shared_temp_folder_never_runs(tmp_path, monkeypatch, fresh_prover):
+    """HOME=/nonexistent, no XDG_CACHE_HOME: swzc used to fall back to the shared temp folder and run any
+    prover-<hash> found there.  Another user can plant one under the predictable name."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    marker = tmp_path / "ran"
+    old_name, key = _programs(GROUPED)
+    (shared / "swzc").mkdir()
+    for folder in (shared, shared / "swzc"):
+        _plant(folder / f"prover-{old_name}", marker)
+        _plant(folder / f"prover-{key}", marker, stamp_key=key)
+    (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
+    assert proof.ok and not proof.identity  # a planted "ok 0" would have said so too: the marker tells
+    assert not marker.exists()
+    assert not os.path.exists("/nonexistent")  # no home folder is created for the cache
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting a file as another user needs root")
+def test_planted_prover_owned_by_another_user_never_runs(tmp_path, monkeypatch, fresh_prover):
+    """A cache folder others could write to (as another user would leave it), and entries in it that are
+    not ours, stamp and all."""
+    base = tmp_path / "cachebase"
+    (base / "swzc").mkdir(parents=True)
+    (base / "swzc").chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base))
+    marker = tmp_path / "ran"
+    _, key = _programs(GROUPED)
+    entry_path = base / "swzc" / f"prover-{key}"
+    _plant(entry_path, marker, stamp_key=key)
+    for path in (entry_path, entry_path.with_name(entry_path.name + ".sha256")):
+        os.chown(path, 65534, 65534)
+    (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
+    assert proof.ok and not marker.exists()
+    assert stat.S_IMODE((base / "swzc").stat().st_mode) == 0o700  # ours: closed to others from now on
+    assert entry_path.stat().st_uid == os.geteuid()  # the foreign entry was replaced by a built one
+    # a whole cache folder that belongs to another user is not used at all
+    prover.build_prover.cache_clear()
+    shutil.rmtree(base / "swzc")
+    (base / "swzc").mkdir(mode=0o777)
+    os.chown(base / "swzc", 65534, 65534)
+    _plant(base / "swzc" / f"prover-{key}", marker, stamp_key=key)
+    (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
+    assert proof.ok and not marker.exists()
+
+
+def test_corrupt_or_partial_cache_entries_are_rebuilt(tmp_path, monkeypatch, fresh_prover):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    job = [(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))]
+    assert prover.prove(job)[0].ok
+    _, key = _programs(GROUPED)
+    binary = tmp_path / "swzc" / f"prover-{key}"
+    good = binary.read_bytes()
+    for damage in (good[: len(good) // 2], b"\x7fELF garbage", good[:-1] + bytes([good[-1] ^ 1])):
+        binary.write_bytes(damage)
+        prover.build_prover.cache_clear()
+        assert prover.prove(job)[0].ok
+        assert binary.read_bytes() != damage
+        assert (tmp_path / "swzc" / f"prover-{key}.sha256").read_bytes() == prover._stamp(key, binary.read_bytes())
+    # a stamp that does not match, and a FIFO where the binary should be (it must not block the run)
+    (tmp_path / "swzc" / f"prover-{key}.sha256").write_text("nonsense\n")
+    binary.unlink()
+    os.mkfifo(binary)
+    prover.build_prover.cache_clear()
+    signal.alarm(60)
+    try:
+        assert prover.prove(job)[0].ok
+    finally:
+        signal.alarm(0)
+    assert stat.S_ISREG(binary.stat().st_mode)
+
+
+def test_a_failed_cache_write_leaves_no_partial_file(tmp_path, monkeypatch, fresh_prover):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = str(tmp_path / "swzc")
+    real_write = os.write
+
+    def full_disk(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(cache):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(prover.os, "write", full_disk)
+    assert prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])[0].ok
+    assert os.listdir(cache) == []  # no prover, no *.tmp
+
+
+def test_the_prover_runs_from_the_bytes_it_checked(tmp_path, monkeypatch, fresh_prover):
+    """The verified binary is run through its open descriptor: replacing the file afterwards changes nothing."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = prover.build_prover(GROUPED)
+    prover.build_prover.cache_clear()
+    checked = prover.build_prover(GROUPED)
+    assert checked.where.startswith(str(tmp_path / "swzc"))
+    marker = tmp_path / "ran"
+    os.unlink(checked.where)
+    _plant(Path(checked.where), marker)
+    run = checked.run(b"p 0 64 1 1 0\n")  # one tile row: the real prover says "identity" (ok 1)
+    assert run.stdout == b"ok 1\n" and not marker.exists()
+    del built
