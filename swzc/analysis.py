@@ -969,7 +969,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile)
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
-        hazards += _syntax_hazards(src, spans)
+        hazards += _syntax_hazards(src, spans) + _set_aside_hazards(src, spans)
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1040,6 +1040,11 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
     notes = pre.notes + (("evaluation stopped at its work limit; what it had not reached is unknown",)
                          if scope.budget.exhausted and not pre.notes else ())
+    if src.blanked:
+        lines = sorted({src.data.count(b"\n", 0, a) + 1 for a, _ in src.blanked})
+        notes += (f"parsed as the build reads it: {len(src.blanked)} #if directive(s), branch(es) not taken or statement "
+                  f"macro(s) set aside (lines {', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''}); -D changes "
+                  "which #if branches are taken",)
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
 
@@ -1087,6 +1092,17 @@ def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazar
         return []
     more = f" (and {len(hit) - 1} more)" if len(hit) > 1 else ""
     return [Hazard(hit[0].line, f"touches a part of the file swzc cannot parse: {src.error_message(hit[0])}{more}", "syntax-error")]
+
+
+def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:
+    """A branch of an #if that was parsed as spaces (swzc.preprocess.refine) reads the block index inside the
+    kernel or its helpers: the rewrite would change the configuration that was parsed and not the other."""
+    for start, end in src.blanked:
+        if any(start < b and a < end for a, b in spans) and _BLOCK_INDEX_TEXT.search(src.data[start:end].decode("utf-8", "replace")):
+            line = src.data.count(b"\n", 0, start) + 1
+            return [Hazard(line, f"reads the block index in a branch of an #if that swzc set aside to parse the file (line "
+                           f"{line}): a rewrite would leave that configuration unswizzled", "syntax-error")]
+    return []
 
 
 _KERNEL_HEAD = re.compile(rb"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(\w+)\s*\(")

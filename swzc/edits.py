@@ -65,7 +65,7 @@ def rewrite(src: SourceFile, edits: list[Edit]) -> SourceFile:
     """The edited file, re-parsed.  It may keep the original's syntax errors, moved by the edits, but must
     not have any other: a new one means an edit broke the file."""
     data = apply_edits(src.data, edits)
-    new = load_bytes(src.path, data)
+    new = load_bytes(src.path, data, tuple((moved(edits, a), moved(edits, b, before=False)) for a, b in src.blanked))
     carried = set()
     for e in src.errors:  # a zero-width issue at an insertion point may land on either side of it
         for start in {moved(edits, e.start), moved(edits, e.start, before=False)}:

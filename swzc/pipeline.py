@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from swzc import hw as hwmodels
 from swzc import source
-from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope
+from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope, prepared
 from swzc.bench import KernelBench, bench_kernel
 from swzc.compile import CompileReport, compile_check
 from swzc.edits import rewrite
@@ -24,7 +24,7 @@ from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.observe import observe_launches, observed_launches
 from swzc.patch import patch_from_edits
-from swzc.preprocess import CompileContext
+from swzc.preprocess import CompileContext, refine
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
@@ -158,6 +158,8 @@ def load_hw(name: str) -> HardwareModel:
 def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
                  facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
     src = source.load(path)
+    if src.errors:  # read it again as the compiler would: decided #if branches, statement macros
+        src = refine(src, context, prepared(src, bindings or {}, context)[0])
     analysis = analyze(src, bindings or {}, context, facts)
     _check_bindings(src, analysis, bindings or {}, facts or {})
     if src.errors and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):

@@ -415,3 +415,163 @@ def context_from_flags(args: list[str], directory: str = ".") -> CompileContext:
         else:
             defines.append((value, None))
     return CompileContext(tuple(dict.fromkeys(includes)), tuple(defines))
+
+
+# ---- a broken parse, read again as the compiler reads it --------------------------------------------------
+
+_DIRECTIVE_LINE = re.compile(rb"[ \t]*#[ \t]*([A-Za-z_]\w*)(.*)", re.S)
+_STATEMENT_MACRO = re.compile(rb"([ \t]*)([A-Za-z_]\w*)[ \t]*(\((?:[^()\n]|\([^()\n]*\))*\))?[ \t]*(?://[^\n]*)?\r?$")
+
+
+def refine(src: SourceFile, context: CompileContext | None = None, seen: Preprocessed | None = None) -> SourceFile:
+    """A file tree-sitter could not parse whole, parsed again as the compiler reads it: an `#if` chain the
+    build's macros decide keeps only its branch (its directives and the other branches are parsed as
+    spaces), and a statement macro used without a semicolon (`TIMER_START` on a line of its own) is parsed
+    as spaces.  The file's bytes do not change, only what tree-sitter is given; kept only when it leaves fewer
+    errors.  `seen` is what `preprocess` made of the broken parse: the macros the local headers define."""
+    if not src.errors:
+        return src
+    table: dict[str, Macro | None] = {name: Macro(None, value) for name, value in _BUILTIN[src.dialect].items()}
+    # what the headers define; the file's own #defines are replayed in order below
+    own = {m.decode() for m in re.findall(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", src.data, re.M)}
+    table.update({k: v for k, v in (seen.macros if seen is not None else {}).items() if k not in own})
+    for name, value in (context or CompileContext()).defines:
+        if value is None:
+            table.pop(name, None)
+        else:
+            table[name] = Macro(None, value)
+    ranges = _decided_branches(src.data, table)
+    bodies = {name: (m.body,) for name, m in table.items() if m is not None}
+    bodies.update(seen.bodies if seen is not None else {})
+    ranges += _statement_macros(src.data, bodies, ranges)
+    if not ranges:
+        return src
+    refined = load_bytes(src.path, src.data, tuple(sorted(set(ranges))))
+    return refined if len(refined.errors) < len(src.errors) else src
+
+
+def _logical_lines(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(start, end, text) of each line, a backslash-newline joining lines, outside block comments."""
+    lines = []
+    at = 0
+    in_comment = False
+    while at < len(data):
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        while end < len(data) and data[at:end].rstrip(b"\r").endswith(b"\\"):
+            nxt = data.find(b"\n", end + 1)
+            end = len(data) if nxt < 0 else nxt
+        text = data[at:end]
+        if in_comment:
+            close = text.find(b"*/")
+            in_comment = close < 0
+        else:
+            opened = text.rfind(b"/*")
+            in_comment = opened >= 0 and text.find(b"*/", opened) < 0
+            lines.append((at, end, text))
+        at = end + 1
+    return lines
+
+
+def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple[int, int]]:
+    """Byte ranges to parse as spaces: every directive line of an #if chain the macros decide, and the
+    branches it does not take.  A chain with a condition that cannot be decided is left whole."""
+    ranges: list[tuple[int, int]] = []
+    stack: list[dict] = []  # per open chain: directive lines, branches (start, truth), decided, undecidable
+    budget = Budget()
+
+    def live(frames: list[dict] | None = None) -> bool | None:
+        """Whether code at this point is compiled: True, False, or None (it depends on an undecided #if)."""
+        state: bool | None = True
+        for frame in stack if frames is None else frames:
+            truth = frame["branches"][-1][1]
+            if truth is False:
+                return False
+            if truth is None or frame["unknown"]:
+                state = None
+        return state
+
+    def condition(kind: str, rest: bytes) -> bool | None:
+        text = re.sub(rb"/\*.*?\*/|//.*", b" ", rest, flags=re.S).replace(b"\\\n", b" ").strip().decode("utf-8", "replace")
+        if kind in ("ifdef", "ifndef", "elifdef", "elifndef"):
+            known = _defined(text.split()[0], table) if text.split() else None
+            return None if known is None else known == (kind in ("ifdef", "elifdef"))
+        node = _condition_node(text)
+        value = _ConditionEvaluator(Scope(macros=table, budget=budget)).value(node) if node is not None else None
+        return None if value is None else bool(value)
+
+    for start, end, text in _logical_lines(data):
+        match = _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r"))
+        if match is None:
+            continue
+        kind, rest = match.group(1).decode(), match.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            outer = live()
+            truth = condition(kind, rest) if outer is not False else False  # under a dead branch: dead too
+            stack.append({"lines": [(start, end)], "branches": [(end, truth)], "decided": truth is True,
+                          "unknown": truth is None, "dead": outer is False})
+        elif kind in ("elif", "elifdef", "elifndef", "else") and stack:
+            frame = stack[-1]
+            if frame["decided"] or frame["dead"]:
+                truth: bool | None = False
+            elif kind == "else":
+                truth = None if frame["unknown"] else True
+            else:
+                truth = condition(kind, rest)
+            frame["lines"].append((start, end))
+            frame["branches"].append((end, truth))
+            frame["decided"] |= truth is True and not frame["unknown"]
+            frame["unknown"] |= truth is None
+        elif kind == "endif" and stack:
+            frame = stack.pop()
+            frame["lines"].append((start, end))
+            if not frame["unknown"] and not frame["dead"]:
+                ranges += frame["lines"]
+                bounds = [b for b, _ in frame["branches"]] + [start]
+                ranges += [(bounds[i], bounds[i + 1]) for i, (_, truth) in enumerate(frame["branches"]) if truth is not True]
+        elif kind in ("define", "undef") and live() is not False:
+            name = re.match(rb"[ \t]*([A-Za-z_]\w*)(\()?", rest)
+            if name is None:
+                continue
+            key = name.group(1).decode()
+            if kind == "undef":
+                table.pop(key, None)
+                continue
+            body = rest[name.end():]
+            params = None
+            if name.group(2):
+                close = body.find(b")")
+                params = tuple(p.strip().decode() for p in body[:close].split(b",") if p.strip()) if close >= 0 else ()
+                body = body[close + 1:] if close >= 0 else b""
+            macro = Macro(params, re.sub(rb"\\\r?\n", b" ", body).strip().decode("utf-8", "replace"))
+            table[key] = macro if live() is True and (key not in table or table[key] in (None, macro)) else None
+    return [(a, b) for a, b in ranges if a < b]
+
+
+def _condition_node(text: str) -> Node | None:
+    """An #if condition as an expression tree; `defined X` and `defined(X)` become preproc_defined."""
+    from swzc.source import parse
+
+    tree = parse(f"#if {text}\n#endif\n".encode("utf-8", "surrogateescape"))
+    node = tree.root_node.child(0)
+    return node.child_by_field_name("condition") if node is not None and node.type == "preproc_if" else None
+
+
+def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Lines that hold only a use of a macro every definition of which expands to whole statements (empty,
+    or ending in `;` or `}`) and reads no block index, with no semicolon after it: parsed as spaces."""
+    found = []
+    for start, end, text in _logical_lines(data):
+        if any(a <= start < b for a, b in blanked):
+            continue
+        match = _STATEMENT_MACRO.fullmatch(text)
+        if match is None or match.group(2).decode() not in bodies:
+            continue
+        texts = [b.strip() for b in bodies[match.group(2).decode()]]
+        if any(t and not t.endswith((";", "}")) or _BLOCK_READ.search(t) for t in texts):
+            continue
+        found.append((start + match.start(2), start + match.end(3 if match.group(3) else 2)))
+    return found
+
+
+_BLOCK_READ = re.compile(r"\b(blockIdx|hipBlockIdx_[xyz]|gridDim|hipGridDim_[xyz])\b")

@@ -54,6 +54,7 @@ class SourceFile:
     tree: Tree
     dialect: str  # "cuda" or "hip"
     errors: tuple[SyntaxIssue, ...] = ()  # what tree-sitter could not parse, in document order
+    blanked: tuple[tuple[int, int], ...] = ()  # ranges parsed as spaces: #if branches never taken, statement macros
 
     def line_col(self, byte: int) -> tuple[int, int]:
         """1-based line and column of a byte offset."""
@@ -126,16 +127,26 @@ _BLANKED = re.compile(
 )
 
 
-def parse_view(data: bytes) -> bytes:
-    """The bytes tree-sitter is given: `data` with the spellings in _BLANKED replaced by spaces."""
-    return _BLANKED.sub(lambda m: b" " * len(m.group(0)), data)
+def blank(data: bytes, ranges: tuple[tuple[int, int], ...] = ()) -> bytes:
+    """`data` with each range turned to spaces, line ends kept: every byte offset and line stays."""
+    out = bytearray(data)
+    for start, end in ranges:
+        out[start:end] = bytes(c if c in b"\r\n" else 32 for c in data[start:end])
+    return bytes(out)
 
 
-def load_bytes(path: str, data: bytes) -> SourceFile:
+def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
+    """The bytes tree-sitter is given: `data` with the spellings in _BLANKED and the `blanked` ranges (see
+    swzc.preprocess.refine) replaced by spaces."""
+    return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), data), blanked)
+
+
+def load_bytes(path: str, data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> SourceFile:
     """Parse bytes.  Parts tree-sitter cannot parse are kept as `errors`: the analysis refuses the kernels
     they touch and works on the rest."""
-    tree = parse(parse_view(data))
-    return SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data), errors=syntax_issues(data, tree))
+    tree = parse(parse_view(data, blanked))
+    return SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data), errors=syntax_issues(data, tree),
+                      blanked=blanked)
 
 
 # Inputs above this many bytes are refused (see the README's Security section); --max-bytes raises it.

@@ -108,7 +108,8 @@ def test_error_at_the_launch_site_refuses_the_kernel(tmp_path):
 
 
 def test_kernel_tree_sitter_cannot_parse_at_all_is_named(tmp_path):
-    hidden = "#ifdef WIDE\n__global__ void wide(float* a, int n) {\n#else\n__global__ void wide(float* a) {\n#endif\n  a[blockIdx.x] = 0.0f;\n}\n"
+    # a condition the build does not decide (the host and device passes differ): no branch can be chosen
+    hidden = "#ifdef __CUDA_ARCH__\n__global__ void wide(float* a, int n) {\n#else\n__global__ void wide(float* a) {\n#endif\n  a[blockIdx.x] = 0.0f;\n}\n"
     result, doc, _ = run(tmp_path, KERNEL + LAUNCH + hidden)
     got = statuses(doc)
     assert got["wide"][0] == "refused" and "cannot be parsed" in got["wide"][1]
@@ -162,3 +163,57 @@ def test_spellings_nvcc_takes_parse_clean(construct):
     src = load_bytes("k.cu", (construct + KERNEL).encode())
     assert src.errors == (), construct
     assert src.data.startswith(construct.encode())  # the file keeps them
+
+
+# ---- a broken parse read again as the compiler reads it ------------------------------------------------------
+
+SPLIT_HEADER = """\
+#ifdef PINNED
+static void fill(float* dst, int n, bool pinned)
+#else
+static void fill(float* dst, int n)
+#endif
+{
+  for (int i = 0; i < n; ++i) dst[i] = 0.5f;
+}
+"""
+
+
+def test_an_if_splitting_a_host_function_header_is_read_with_the_branch_the_build_takes(tmp_path):
+    result, doc, out = run(tmp_path, SPLIT_HEADER + KERNEL + LAUNCH)
+    assert result.exit_code == 0 and doc["syntax_errors"] == [], result.output
+    assert statuses(doc)["tile2d"][0] == "rewritten"
+    assert any("#if directive" in n for n in doc["notes"])
+    assert out.read_text().startswith(SPLIT_HEADER)  # the file keeps every branch
+
+
+def test_defines_choose_the_branch_that_is_read(tmp_path):
+    from swzc.pipeline import analyze_file
+    from swzc.preprocess import CompileContext
+
+    (tmp_path / "k.cu").write_text(SPLIT_HEADER + KERNEL + LAUNCH)
+    src, _ = analyze_file(str(tmp_path / "k.cu"), context=CompileContext(defines=(("PINNED", "1"),)))
+    kept = [src.data[a:b] for a, b in src.blanked]
+    assert any(b"fill(float* dst, int n)" in k for k in kept) and not any(b"bool pinned" in k for k in kept)
+
+
+def test_a_branch_set_aside_that_reads_the_block_index_refuses_the_kernel(tmp_path):
+    kernel = KERNEL.replace("  int col = blockIdx.x * 16 + threadIdx.x;\n",
+                            "#if WIDE\n  int col = blockIdx.x * 32 + threadIdx.x; {\n#else\n  int col = blockIdx.x * 16 + threadIdx.x; {\n#endif\n")
+    kernel = kernel.replace("  b[row * n + col] = acc;\n", "  b[row * n + col] = acc; }\n")
+    result, doc, _ = run(tmp_path, kernel + LAUNCH + OTHER)
+    assert statuses(doc)["tile2d"][0] == "refused" and "set aside" in statuses(doc)["tile2d"][1]
+    assert statuses(doc)["other"][0] == "rewritten"
+
+
+def test_statement_macros_without_a_semicolon_are_read_as_statements(tmp_path):
+    timing = "#define TIC auto t0_ = clock();\n#define TOC(what) printf(\"%s %ld\\n\", what, clock() - t0_);\n"
+    launch = LAUNCH.replace("  tile2d<<<", "  TIC\n  tile2d<<<").replace("4096);\n", "4096);\n  TOC(\"tile2d\")\n")
+    result, doc, _ = run(tmp_path, timing + KERNEL + launch)
+    assert doc["syntax_errors"] == [] and statuses(doc)["tile2d"][0] == "rewritten", result.output
+
+
+def test_a_condition_the_build_does_not_decide_is_left_alone(tmp_path):
+    undecided = SPLIT_HEADER.replace("#ifdef PINNED", "#ifdef __CUDA_ARCH__")
+    result, doc, _ = run(tmp_path, KERNEL + LAUNCH + undecided)
+    assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "rewritten"  # tolerated, not read as one branch
