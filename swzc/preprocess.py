@@ -46,7 +46,7 @@ _BUILTIN = {
     "hip": {"__HIPCC__": "1", "__HIP__": "1", "__cplusplus": "201703L", "__linux__": "1"},
 }
 # Undefined names in #if that the compiler, the device pass or a system header may define: unknown, not 0.
-_SYSTEM_NAME = re.compile(r"^(__|_[A-Z]|CUDA|CUDART|CUB|THRUST|HIP|NV|CUTLASS|CUTE|ROCM|HCC)")
+_SYSTEM_NAME = re.compile(r"^(__|(CUDA|CUDART|CUB|THRUST|HIP|NV|CUTLASS|CUTE|ROCM|HCC)(_|$))")
 # Statement-level nodes may hold directives; expressions, declarations and strings never need a look.
 _LEAVES = re.compile(r"(_expression|argument_list|initializer_list|string_literal|_literal|declaration|"
                      r"parameter_list|type_descriptor|comment|identifier|primitive_type|preproc_arg)$")
@@ -223,7 +223,11 @@ def _truth(branch: Node, condition: Node | None, table: Mapping[str, Macro | Non
     if condition is None:
         return None
     if directive in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
-        known = _defined(_text(condition), table)
+        name = _text(condition)
+        first = next((c for c in branch.named_children if c != condition and c.type != "comment"), None)
+        if directive == "#ifndef" and first is not None and first.type == "preproc_def" and _text(first.child_by_field_name("name")) == name:
+            return name not in table  # an include guard: whatever its name, the file defines it itself
+        known = _defined(name, table)
         return None if known is None else known == (directive in ("#ifdef", "#elifdef"))
     value = _ConditionEvaluator(Scope(macros=table, budget=state.budget)).value(condition)
     return None if value is None else bool(value)
@@ -500,7 +504,8 @@ def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple
         value = _ConditionEvaluator(Scope(macros=table, budget=budget)).value(node) if node is not None else None
         return None if value is None else bool(value)
 
-    for start, end, text in _logical_lines(data):
+    lines = _logical_lines(data)
+    for at, (start, end, text) in enumerate(lines):
         match = _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r"))
         if match is None:
             continue
@@ -508,6 +513,11 @@ def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple
         if kind in ("if", "ifdef", "ifndef"):
             outer = live()
             truth = condition(kind, rest) if outer is not False else False  # under a dead branch: dead too
+            guard = rest.split()[:1]
+            following = _DIRECTIVE_LINE.fullmatch(lines[at + 1][2].rstrip(b"\r")) if at + 1 < len(lines) else None
+            if kind == "ifndef" and guard and following is not None and following.group(1) == b"define" \
+                    and following.group(2).split()[:1] == guard and outer is not False:
+                truth = guard[0].decode() not in table  # an include guard: whatever its name, the file defines it
             stack.append({"lines": [(start, end)], "branches": [(end, truth)], "decided": truth is True,
                           "unknown": truth is None, "dead": outer is False})
         elif kind in ("elif", "elifdef", "elifndef", "else") and stack:

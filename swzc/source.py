@@ -135,10 +135,16 @@ def blank(data: bytes, ranges: tuple[tuple[int, int], ...] = ()) -> bytes:
     return bytes(out)
 
 
+# `#include <x.h> ` with blanks after the path: the grammar wants the line to end at the path, so the
+# blanks are moved in front of it (the same bytes, the same length).
+_INCLUDE_TRAILING = re.compile(rb"^([ \t]*#[ \t]*include[ \t]*)([<\"][^>\"\n]*[>\"])([ \t]+)(?=\r?$)", re.M)
+
+
 def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
     """The bytes tree-sitter is given: `data` with the spellings in _BLANKED and the `blanked` ranges (see
-    swzc.preprocess.refine) replaced by spaces."""
-    return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), data), blanked)
+    swzc.preprocess.refine) replaced by spaces, and blanks after an #include's path moved before it."""
+    view = _INCLUDE_TRAILING.sub(lambda m: m.group(1) + m.group(3) + m.group(2), data)
+    return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), view), blanked)
 
 
 def load_bytes(path: str, data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> SourceFile:

@@ -91,6 +91,14 @@ def test_a_condition_it_cannot_decide_joins_the_branches():
     assert value(src, "W") is None and value(src, "SAME") == 4
 
 
+def test_include_guards_of_any_name_are_followed(tmp_path):
+    (tmp_path / "params.h").write_text("#ifndef _PARAMS_H_\n#define _PARAMS_H_\n#define TILES 64\n#endif\n")
+    (tmp_path / "cuda_sizes.h").write_text("#ifndef CUDA_SIZES_H\n#define CUDA_SIZES_H\n#define ROWS 32\n#endif\n")
+    src = load_bytes(str(tmp_path / "k.cu"), b'#include "params.h"\n#include "params.h"\n#include "cuda_sizes.h"\n')
+    assert value(src, "TILES") == 64 and value(src, "ROWS") == 32
+    assert value(load_bytes("k.cu", b"#ifdef _OPENMP\n#define T 1\n#else\n#define T 2\n#endif\n"), "T") == 2
+
+
 def test_undefined_user_names_are_zero_in_if_but_system_names_are_unknown():
     src = load_bytes("k.cu", b"#if USE_BIG\n#define N 8\n#else\n#define N 4\n#endif\n"
                             b"#if CUDART_VERSION >= 11000\n#define M 8\n#else\n#define M 4\n#endif\n")

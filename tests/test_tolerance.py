@@ -60,6 +60,11 @@ def test_last_line_without_newline_is_complete():
     assert not parse(b"int x;\n#include <a.c>").root_node.has_error
 
 
+def test_blanks_after_an_include_path_parse_clean():
+    src = load_bytes("k.cu", b"#include <stdlib.h> \n#include \"x.h\"\t\r\n" + KERNEL.encode())
+    assert src.errors == () and [n.type for n in src.tree.root_node.children][:2] == ["preproc_include", "preproc_include"]
+
+
 def test_hidden_missing_token_is_found_where_it_is():
     """tree-sitter keeps some MISSING tokens out of every node's children: the finder still places them."""
     data = b"/* licence */\nint x;\n#include <suite.c>"  # parsed as is, the include's newline is a hidden MISSING
