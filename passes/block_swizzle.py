@@ -28,7 +28,8 @@ from swzc.hw import HardwareModel
 from swzc.rank import NO_DATA, Ranking
 from swzc.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
 
-LIBRARY_HEADER = "// swzc: block swizzles; each is a permutation of the block grid, proven before it was spliced in.\n"
+LIBRARY_HEADER = ("// swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), "
+                  "proven before it was spliced in.\n")
 
 
 @dataclass(frozen=True)

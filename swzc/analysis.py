@@ -1000,7 +1000,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         notes += tiles.notes
         params, tparams = parameters(function)
         mine = []
-        for kname, _, record, targs, kargs, host in launches_of.get(name, ()):
+        for kname, site, record, targs, kargs, host in launches_of.get(name, ()):
             if "Cooperative" in record.api:
                 hazards.append(Hazard(record.line, f"launched cooperatively ({record.api}, line {record.line}): may sync the whole grid",
                                       "cooperative-launch"))
@@ -1014,6 +1014,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                     bound[pname] = value
                 elif arg.type == "type_descriptor":
                     types[pname] = " ".join(text(arg).split())
+            types.update(_deduced_types(function, tparams, types, kargs, site, scope))
             record = replace(record, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
             if divisor is not None:
                 kscope = local_scope(function, divisor.start_byte, scope.child(bound))
@@ -1082,6 +1083,23 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
             value = _Evaluator(local_scope(function, divisor.start_byte, scope.child(dict(launch.bindings)))).value(divisor)
             out[i] = replace(launch, divisor=int(value) if value is not None else None)
     return out
+
+
+def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str], kargs: list[Node], site: Node,
+                   scope: Scope) -> dict[str, str]:
+    """Type template parameters the launch leaves out, deduced as the compiler does from the declared types
+    of its arguments (`float* d_A` passed for `const T* A` gives T = float)."""
+    from swzc import templates
+
+    found: dict[str, str] = {}
+    for param, arg in zip(parameter_list(function), kargs):
+        name = templates.base_type(param.type)
+        if name not in tparams or name in fixed or name in found:
+            continue
+        declared = templates.argument_type(arg, site)
+        if declared is not None and declared[1] == (1 if param.pointer else 0):
+            found[name] = scope.resolve_type(templates.base_type(declared[0]))
+    return found
 
 
 def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:

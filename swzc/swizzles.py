@@ -116,7 +116,7 @@ _ADAPTER_HEAD = {
 
 _ADAPTER_DOC = {
     "2d": "over the 2D grid (rows blockIdx.y, columns blockIdx.x)",
-    "1d": "over the tile grid the kernel decodes from blockIdx.x (row = blockIdx.x / n)",
+    "1d": "over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index)",
     "linear": "over the 1D grid",
 }
 

@@ -101,3 +101,35 @@ __global__ void k(float* x, cuda::atomic<int>* ready) {
   x[blockIdx.x] = 1;
 }""").values()
     assert any("waits on memory" in h.reason for h in k.hazards)
+
+
+def test_template_types_deduced_from_the_arguments_at_the_launch():
+    code = b"""\
+typedef double real;
+template <typename T, int R>
+__global__ void blur(const T* in, T* out, int n) {
+  out[blockIdx.y * n + blockIdx.x] = in[blockIdx.y * n + blockIdx.x + R];
+}
+int main() {
+  real *d_in = 0, *d_out = 0;
+  blur<real, 1><<<dim3(64, 64), 32>>>(d_in, d_out, 64);
+  const float* f_in = 0; float* f_out = 0;
+  blur<float, 2><<<dim3(64, 64), 32>>>(f_in, f_out, 64);
+  unsigned char* u = 0;
+  blur<decltype(u), 3><<<1, 1>>>(0, 0, 1);
+  return 0;
+}
+"""
+    src = load_bytes("t.cu", code)
+    (kernel,) = analyze(src).kernels
+    assert [dict(la.type_args).get("T") for la in kernel.launches][:2] == ["real", "float"]
+
+
+def test_template_types_left_out_at_the_launch_are_deduced():
+    code = b"""\
+template <typename T>
+__global__ void scale(const T* in, T* out, int n) { out[blockIdx.x * n] = in[blockIdx.x * n] * 2; }
+int main() { double* a = 0; double* b = 0; scale<<<64, 32>>>(a, b, 8); return 0; }
+"""
+    (kernel,) = analyze(load_bytes("t.cu", code)).kernels
+    assert dict(kernel.launches[0].type_args) == {"T": "double"}

@@ -332,10 +332,21 @@ def test_template_type_the_launch_does_not_fix_is_unknown():
     code = """
 template <typename T>
 __global__ void copy(const T* x, T* y) { y[threadIdx.x] = x[threadIdx.x]; }
-void launch(const void* x, void* y) { copy<<<4, 64>>>((const float*)x, (float*)y); }
+void* buffer(int which);
+void launch() { copy<<<4, 64>>>(buffer(0), buffer(1)); }
 """
     fp = fp_of(code)
     assert {u.array for u in fp.unknown} == {"x", "y"} and all("size of" in u.why for u in fp.unknown)
+
+
+def test_template_type_deduced_from_a_cast_argument():
+    code = """
+template <typename T>
+__global__ void copy(const T* x, T* y) { y[threadIdx.x] = x[threadIdx.x]; }
+void launch(const void* x, void* y) { copy<<<4, 64>>>((const double*)x, (double*)y); }
+"""
+    fp = fp_of(code)
+    assert fp.unknown == () and {a.elem_bytes for a in fp.accesses} == {8}
 
 
 # ---- inline asm, helpers and macros -----------------------------------------------------------------------
