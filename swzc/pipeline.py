@@ -248,6 +248,10 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             continue
         ranking = ranked.get(index)
         if options.swizzle is not None:
+            forced = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
+            if isinstance(forced, Decision):  # the swizzle does not fit this kernel: nothing to measure
+                declined[index] = forced.reason
+                continue
             candidates = [(options.swizzle.name, None)]
         elif isinstance(ranking, Ranking):
             if ranking.chosen is None:

@@ -204,8 +204,8 @@ def table(doc: dict) -> str:
              "| kernel | baseline ms | swzc | swzc ms | expert (grouped:8) ms | oracle | oracle ms | L2 hit base → swzc | correct | accepted |",
              "|---|---:|---|---:|---:|---|---:|---|---|---|"]
     for k in doc["kernels"]:
-        if "baseline_ms" not in k:
-            lines.append(f"| {k['name']} | – | – | – | – | – | – | – | – | {k.get('note', '')} |")
+        if k.get("baseline_ms") is None:
+            lines.append(f"| {k['name']} | – | – | – | – | – | – | – | – | {k.get('note') or k.get('swzc_reason', '')} |")
             continue
         lines.append(f"| {k['name']} | {ms(k['baseline_ms'])} | {k['swzc_swizzle']} | {ms(k['swzc_ms'])} | {ms(k['expert_ms'])} | "
                      f"{k['oracle_swizzle']} | {ms(k['oracle_ms'])} | {pct(k['baseline_l2_hit'])} → {pct(k['swzc_l2_hit'])} | "
@@ -214,7 +214,7 @@ def table(doc: dict) -> str:
               "| kernel | oracle gain | swzc gain | share of the oracle's gain | loop seconds | why swzc chose what it did |",
               "|---|---:|---:|---:|---:|---|"]
     for k in doc["kernels"]:
-        if "baseline_ms" not in k:
+        if k.get("baseline_ms") is None:
             continue
         oracle, mine = k["baseline_ms"] / k["oracle_ms"] - 1, k["baseline_ms"] / k["swzc_ms"] - 1
         share = f"{mine / oracle:.0%}" if oracle > 0.03 else "–"
