@@ -308,9 +308,9 @@ def with_observed_launches(src: source.SourceFile, analysis: FileAnalysis, progr
         seen = observed_launches(src, kernel, run)
         if seen:
             kernel = replace(kernel, launches=seen)
-            shown = "; ".join(f"grid {'x'.join(map(str, la.grid or ()))}, block {'x'.join(map(str, la.block or ()))}"
-                              for la in seen[:3])
-            notes.append(f"{kernel.name}: launches observed with {run.tool}: {shown}" + (" …" if len(seen) > 3 else ""))
+            configs = list(dict.fromkeys(f"grid {'x'.join(map(str, la.grid or ()))}, block {'x'.join(map(str, la.block or ()))}"
+                                         for la in seen))
+            notes.append(f"{kernel.name}: launches observed with {run.tool}: {'; '.join(configs[:3])}" + (" …" if len(configs) > 3 else ""))
         kernels.append(kernel)
     if run.note:
         notes.append(run.note)

@@ -241,8 +241,8 @@ def test_nested_macros_cannot_make_the_analysis_hang(tmp_path):
         int main() {{ stencil<<<L12(1,1,1,1,1,1,1,1,1,1), 16>>>(0, 0, 1); return 0; }}
         """)
     (tmp_path / "bomb.cu").write_text(text)
-    run = subprocess.run([sys.executable, "-c", "import sys; from swzc.cli import main; sys.argv = ['swzc', 'analyze', sys.argv[1], '--json']; main()",
-                          str(tmp_path / "bomb.cu")], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-P", "-c", "import sys; from swzc.cli import main; sys.argv = ['swzc', 'analyze', sys.argv[1], '--json']; main()",
+                          str(tmp_path / "bomb.cu")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode in (0, 1), run.stderr
     assert "Traceback" not in run.stderr
 
