@@ -12,14 +12,12 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from swzc import processes
 from swzc.hw import HardwareModel
 
 TIMEOUT_S = 300
@@ -31,27 +29,6 @@ class CompileReport:
     status: str  # "ok", "failed", "skipped"
     command: str
     detail: str = ""
-
-
-def run_tool(cmd: Sequence[str], scratch: str, *, cwd: str | None = None,
-             timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run an external tool in a process group of its own, output captured as text.  The whole group
-    (nvcc's cicc, ptxas, the host compiler …) is killed when the tool times out or swzc is interrupted,
-    and its own temporary files go to `scratch` (TMPDIR), a folder swzc removes, so nothing outlives it."""
-    env = {**os.environ, "TMPDIR": scratch}
-    with subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, start_new_session=True) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except BaseException:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
-            raise
-    return subprocess.CompletedProcess(list(cmd), proc.returncode, out.decode("utf-8", "replace"),
-                                       err.decode("utf-8", "replace"))
 
 
 def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...], include_dir: str) -> list[str] | None:
@@ -77,9 +54,9 @@ def _compile(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tup
         cmd = _command(path, dialect, hw, flags, include_dir)
         if cmd is None:
             return None, None, "no nvcc or hipcc on PATH"
-        try:
-            run = run_tool(cmd, tmp, timeout=TIMEOUT_S, cwd=include_dir)
-        except subprocess.TimeoutExpired:
+        # the compiler's own temporary files go to `tmp` too, a folder that is removed however this ends
+        run = processes.run(cmd, TIMEOUT_S, cwd=include_dir, env={**os.environ, "TMPDIR": tmp})
+        if run.timed_out:
             return 1, cmd, f"timed out after {TIMEOUT_S} s"
         return run.returncode, cmd, (run.stderr + run.stdout).strip()
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from swzc.compile import run_tool
+from swzc import processes
 from swzc.errors import ExitCode, SwzcError
 from swzc.swizzles import SwizzleSpec, cxx_library
 
@@ -288,10 +288,9 @@ def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
     source.write_text(program)
     built = _private_folder() / f"prover-{key}"
     cmd = [*compiler, *_PROVER_FLAGS, "-o", str(built), str(source)]
-    try:
-        run = run_tool(cmd, str(_private_folder()), timeout=_BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise SwzcError(f"the swizzle prover did not compile in {_BUILD_TIMEOUT_S} s: {shlex.join(cmd)}", ExitCode.CHECK_FAILED) from None
+    run = processes.run(cmd, _BUILD_TIMEOUT_S, env={**os.environ, "TMPDIR": str(_private_folder())})
+    if run.timed_out:
+        raise SwzcError(f"the swizzle prover did not compile in {_BUILD_TIMEOUT_S} s: {shlex.join(cmd)}", ExitCode.CHECK_FAILED)
     if run.returncode != 0:
         raise SwzcError(f"the swizzle prover does not compile: {shlex.join(cmd)}\n{run.stderr.strip()}", ExitCode.CHECK_FAILED)
     return built

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Tree
 
-from swzc.errors import ExitCode, SwzcError
 from swzc.inputs import read_regular
 
 CUDA = Language(tree_sitter_cuda.language())

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from support import needs_nvcc
 
-from swzc.analysis import analyze, file_scope
+from swzc.analysis import file_scope
 from swzc.cli import main
 from swzc.evaluate import Evaluator, expression_of
 from swzc.preprocess import CompileContext, context_from_flags, preprocess
@@ -237,8 +237,8 @@ def test_nested_macros_cannot_make_the_analysis_hang(tmp_path):
     for level in range(1, 13):
         call = f"L{level - 1}({args})"
         lines.append(f"#define L{level}({args}) ({' + '.join([call] * 10)})")
-    text = "\n".join(lines) + "\n" + KERNEL.replace("DATA_TYPE", "float") + textwrap.dedent(f"""\
-        int main() {{ stencil<<<L12(1,1,1,1,1,1,1,1,1,1), 16>>>(0, 0, 1); return 0; }}
+    text = "\n".join(lines) + "\n" + KERNEL.replace("DATA_TYPE", "float") + textwrap.dedent("""\
+        int main() { stencil<<<L12(1,1,1,1,1,1,1,1,1,1), 16>>>(0, 0, 1); return 0; }
         """)
     (tmp_path / "bomb.cu").write_text(text)
     run = subprocess.run([sys.executable, "-P", "-c", "import sys; from swzc.cli import main; sys.argv = ['swzc', 'analyze', sys.argv[1], '--json']; main()",
