@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import struct
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -37,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swzc import processes, tileloop
+from swzc import cache, processes, tileloop
 from swzc.analysis import KernelInfo, Launch, file_scope, functions, function_name, kernel_function, local_scope, parameter_list
 from swzc.errors import SwzcError
 from swzc.evaluate import Evaluator, Scope, Value, expression_of
@@ -184,29 +183,11 @@ def cupti_location(root: Path | None = None) -> tuple[Path, Path, Path] | None:
     return cuda_include, cupti_include, cupti_lib
 
 
-def _private_cache() -> Path | None:
-    """A cache folder only this user can write, or None (then the library is built afresh each time)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "swzc" / "observer"
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        folder.mkdir(mode=0o700, exist_ok=True)
-        info = folder.lstat()
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return folder
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @contextmanager
 def observer_library() -> Iterator[Path]:
-    """The observer library, built with nvcc against CUPTI, or taken from the private cache when its
-    recorded hash matches its bytes.  Raises SwzcError when CUPTI or the build is missing."""
+    """The observer library, built with nvcc against CUPTI, or taken from swzc's private cache (swzc.cache)
+    when its bytes match their stamp.  The program loads a copy of the bytes just checked, in a private
+    folder of this run.  Raises SwzcError when CUPTI or the build is missing."""
     found = cupti_location()
     nvcc = shutil.which("nvcc")
     if found is None or nvcc is None:
@@ -215,32 +196,26 @@ def observer_library() -> Iterator[Path]:
     source = (Path(native_dir()) / OBSERVER).read_text()
     version = processes.run([nvcc, "--version"], 60).stdout
     key = hashlib.sha256("\n".join([source, version, str(cuda_include), str(cupti_include), str(cupti_lib)]).encode()).hexdigest()[:24]
-    cache = _private_cache()
-    if cache is not None:
-        library, recorded = cache / f"observer-{key}.so", cache / f"observer-{key}.sha256"
-        if library.is_file() and recorded.is_file() and recorded.read_text().strip() == _digest(library):
+    name = f"observer-{key}.so"
+    with tempfile.TemporaryDirectory(prefix="swzc-observer-", ignore_cleanup_errors=True) as tmp, cache.folder() as folder:
+        library = Path(tmp) / "observer.so"
+        entry = cache.lookup(folder[0], name) if folder is not None else None
+        if entry is not None:
+            os.close(entry[0])
+            library.write_bytes(entry[1])
             yield library
             return
-    with tempfile.TemporaryDirectory(prefix="swzc-observer-", ignore_cleanup_errors=True) as tmp:
-        built = Path(tmp) / "observer.so"
         cpp = Path(tmp) / OBSERVER
         cpp.write_text(source)
         command = [nvcc, "-std=c++17", "-O2", "-shared", "-Xcompiler", "-fPIC", "-cudart", "none", "-I", str(cuda_include),
-                   "-I", str(cupti_include), "-L", str(cupti_lib), "-o", str(built), str(cpp), "-lcupti", "-ldl",
+                   "-I", str(cupti_include), "-L", str(cupti_lib), "-o", str(library), str(cpp), "-lcupti", "-ldl",
                    "-Xlinker", f"-rpath,{cupti_lib}"]
         done = processes.run(command, 600)
         if not done.ok:
             raise SwzcError(f"the launch observer does not build ({done.status()}): {done.command}\n{done.head()}")
-        if cache is None:
-            yield built
-            return
-        digest = _digest(built)
-        partial = cache / f"observer-{key}.{os.getpid()}.tmp"
-        shutil.copy2(built, partial)
-        os.replace(partial, cache / f"observer-{key}.so")
-        (cache / f"observer-{key}.sha256.{os.getpid()}").write_text(digest + "\n")
-        os.replace(cache / f"observer-{key}.sha256.{os.getpid()}", cache / f"observer-{key}.sha256")
-        yield built  # the copy just built, not the cached one another process may be replacing
+        if folder is not None:
+            cache.store(folder[0], name, library.read_bytes())
+        yield library
 
 
 # ---- what the interposers write ------------------------------------------------------------------------

@@ -11,10 +11,8 @@ import atexit
 import functools
 import hashlib
 import os
-import secrets
 import shlex
 import shutil
-import stat
 import subprocess
 import tempfile
 import weakref
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from swzc import processes
+from swzc import cache, processes
 from swzc.errors import ExitCode, SwzcError
 from swzc.swizzles import SwizzleSpec, cxx_library
 
@@ -154,7 +152,6 @@ def host_compiler() -> list[str]:
 
 _PROVER_FLAGS = ("-O2", "-std=c++11")
 _BUILD_TIMEOUT_S = 300
-_MAX_PROVER_BYTES = 64 << 20
 _BY_DESCRIPTOR = os.path.isdir("/proc/self/fd")
 
 
@@ -172,107 +169,6 @@ class Prover:
         if _BY_DESCRIPTOR:
             return subprocess.run([f"/proc/self/fd/{self.fd}"], input=request, capture_output=True, pass_fds=(self.fd,))
         return subprocess.run([self.where], input=request, capture_output=True)
-
-
-def _cache_folder() -> tuple[int, str] | None:
-    """An open descriptor and the path of swzc's cache folder, or None when there is no safe one.
-
-    It is created 0700; an existing one must be a folder (not a link) owned by this user, and is made
-    0700 if it is not.  A missing home folder, or the cache base's parent, is never created."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # unset or relative: the XDG spec says to ignore it
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    folder = os.path.join(base, "swzc")
-    try:
-        for path in (base, folder):
-            try:
-                os.mkdir(path, 0o700)
-            except FileExistsError:
-                pass
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if info.st_uid != os.geteuid():
-            raise PermissionError(f"{folder} belongs to another user")
-        if stat.S_IMODE(info.st_mode) != 0o700:
-            os.fchmod(fd, 0o700)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd, folder
-
-
-def _read_own(folder: int, name: str) -> tuple[int, bytes] | None:
-    """Open `name` in the folder and read it whole, if it is this user's own single-linked regular file."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_nlink == 1
-                and info.st_size <= _MAX_PROVER_BYTES):
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return fd, b"".join(chunks)
-    except OSError:
-        pass
-    os.close(fd)
-    return None
-
-
-def _stamp(key: str, binary: bytes) -> bytes:
-    return f"prover-{key} sha256 {hashlib.sha256(binary).hexdigest()}\n".encode()
-
-
-def _cached(folder: int, key: str) -> int | None:
-    """A descriptor of the cached prover for `key` whose bytes hash to the stored hash, or None."""
-    stamp = _read_own(folder, f"prover-{key}.sha256")
-    if stamp is None:
-        return None
-    os.close(stamp[0])
-    binary = _read_own(folder, f"prover-{key}")
-    if binary is None:
-        return None
-    fd, data = binary
-    if _stamp(key, data) != stamp[1]:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _store(folder: int, key: str, binary: bytes) -> None:
-    """Put a prover in the cache, best effort: a failure (a full disk, a read-only folder) leaves no
-    partial file behind and only means the next run builds it again."""
-    for name, data, mode in ((f"prover-{key}", binary, 0o700), (f"prover-{key}.sha256", _stamp(key, binary), 0o600)):
-        temp = f".{name}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
-        except OSError:
-            return
-        try:
-            try:
-                os.fchmod(fd, mode)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-        except BaseException as exc:
-            try:
-                os.unlink(temp, dir_fd=folder)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                return
-            raise
 
 
 @functools.cache
@@ -303,25 +199,21 @@ def prover_key(program: str, compiler: list[str]) -> str:
 
 @functools.lru_cache(maxsize=32)
 def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Prover:
-    """The prover for these swizzles: from the cache when an intact one is there, else compiled (and cached)."""
+    """The prover for these swizzles: from swzc's private cache when an intact one is there (swzc.cache),
+    else compiled (and cached)."""
     program = host_program(list(uses))
     compiler = host_compiler()
     key = prover_key(program, compiler)
-    cache = _cache_folder()
-    try:
-        if cache is not None:
-            fd = _cached(cache[0], key)
-            if fd is not None:
-                return Prover(fd, os.path.join(cache[1], f"prover-{key}"))
+    with cache.folder() as folder:
+        if folder is not None:
+            entry = cache.lookup(folder[0], f"prover-{key}")
+            if entry is not None:
+                return Prover(entry[0], os.path.join(folder[1], f"prover-{key}"))
         built = _compile_prover(program, compiler, key)
         fd = os.open(built, os.O_RDONLY | os.O_CLOEXEC)
-        prover = Prover(fd, str(built))
-        if cache is not None:
-            _store(cache[0], key, built.read_bytes())
-        return prover
-    finally:
-        if cache is not None:
-            os.close(cache[0])
+        if folder is not None:
+            cache.store(folder[0], f"prover-{key}", built.read_bytes())
+        return Prover(fd, str(built))
 
 
 def sample_shapes(adapter: str) -> tuple[Shape, ...]:

@@ -269,31 +269,38 @@ def test_observer_builds_and_is_reused_from_a_private_cache(observer_cache, monk
         assert first.is_file()
         symbols = subprocess.run(["nm", "-D", str(first)], capture_output=True, text=True).stdout
         assert " T InitializeInjection" in symbols
-    cache = observer_cache / "swzc" / "observer"
+        built = first.read_bytes()
+    assert not first.exists()  # the program loads a private copy, removed afterwards
+    cache = observer_cache / "swzc"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     (cached,) = cache.glob("observer-*.so")
+    assert cached.read_bytes() == built
     builds = []
     real_run = observe.processes.run
     monkeypatch.setattr(observe.processes, "run", lambda cmd, *a, **k: (builds.append(cmd), real_run(cmd, *a, **k))[1])
     with observe.observer_library() as second:
-        assert second == cached
+        assert second != cached and second.read_bytes() == built
     assert not any("-shared" in c for c in builds)  # taken from the cache
     cached.write_bytes(cached.read_bytes() + b"tampered")
     with observe.observer_library() as third:
-        assert third != cached and b"tampered" not in third.read_bytes()
+        assert b"tampered" not in third.read_bytes()
     assert any("-shared" in c for c in builds)  # its hash no longer matched: built again
     assert b"tampered" not in cached.read_bytes()
 
 
 @needs_cupti
 def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch):
+    """A cache folder of another user's making is not trusted (the prover's cache rules, swzc.cache)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    cache = tmp_path / "cache" / "swzc" / "observer"
+    cache = tmp_path / "cache" / "swzc"
     cache.mkdir(parents=True)
     cache.chmod(0o777)
+    planted = cache / "observer-planted.so"
+    planted.write_bytes(b"not a library")
     with observe.observer_library() as library:
         assert library.is_file() and cache not in library.parents
-    assert list(cache.iterdir()) == []
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # taken back to the user's own mode before use
+    assert planted.read_bytes() == b"not a library"
 
 
 @needs_cupti

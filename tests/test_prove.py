@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swzc import prove as prover
+from swzc import cache, prove as prover
 from swzc import swizzles
 from swzc.swizzles import parse_spec
 
@@ -125,7 +125,7 @@ def _plant(path: Path, marker: Path, stamp_key: str | None = None) -> None:
     path.write_bytes(data)
     path.chmod(0o755)
     if stamp_key is not None:  # a stamp as swzc writes it: an attacker can compute it for their own file
-        path.with_name(path.name + ".sha256").write_bytes(prover._stamp(stamp_key, data))
+        path.with_name(path.name + ".sha256").write_bytes(cache._stamp(f"prover-{stamp_key}", data))
 
 
 def _programs(uses) -> tuple[str, str]:
@@ -204,7 +204,7 @@ def test_corrupt_or_partial_cache_entries_are_rebuilt(tmp_path, monkeypatch, fre
         prover.build_prover.cache_clear()
         assert prover.prove(job)[0].ok
         assert binary.read_bytes() != damage
-        assert (tmp_path / "swzc" / f"prover-{key}.sha256").read_bytes() == prover._stamp(key, binary.read_bytes())
+        assert (tmp_path / "swzc" / f"prover-{key}.sha256").read_bytes() == cache._stamp(f"prover-{key}", binary.read_bytes())
     # a stamp that does not match, and a FIFO where the binary should be (it must not block the run)
     (tmp_path / "swzc" / f"prover-{key}.sha256").write_text("nonsense\n")
     binary.unlink()

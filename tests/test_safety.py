@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT, needs_nvcc
 
-from swzc import cli as cli_module
+from swzc import cache, cli as cli_module
 from swzc import compile as compiling
 from swzc import entry, outputs
 from swzc import prove as prover
@@ -163,7 +163,7 @@ def test_the_real_command_runs_no_planted_prover(work, monkeypatch):
                 path.write_text(f"#!/bin/sh\necho ran > '{marker}'\nwhile read line; do echo 'ok 0'; done\n")
                 path.chmod(0o755)
                 if stamp:
-                    (folder / f"prover-{name}.sha256").write_bytes(prover._stamp(key, path.read_bytes()))
+                    (folder / f"prover-{name}.sha256").write_bytes(cache._stamp(f"prover-{key}", path.read_bytes()))
     env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
     env.update(HOME="/nonexistent", TMPDIR=str(shared))
     run = subprocess.run([_script(), "rewrite", "k.cu", "-o", "out.cu", "--no-compile", "--json"], cwd=work, env=env,
