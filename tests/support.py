@@ -1,4 +1,5 @@
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -8,3 +9,31 @@ FIXTURES = ROOT / "fixtures"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+def has_gpu() -> bool:
+    """An NVIDIA GPU that nvidia-smi lists, and nvcc to build for it (SWZC_NO_GPU does not matter here:
+    the GPU tests ask for the GPU explicitly)."""
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        return False
+    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return run.returncode == 0 and "GPU" in run.stdout
+
+# A rewritable 2D kernel with its launch, as a user writes it.
+TILE2D = b"""\
+#define TILE 16
+__global__ void tile2d(const float* a, float* b, int n) {
+  int row = blockIdx.y * TILE + threadIdx.y;
+  int col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];
+  if (row < n && col < n) b[row * n + col] = acc;
+}
+
+int main() {
+  const int n = 4096;
+  dim3 grid(n / TILE, n / TILE);
+  tile2d<<<grid, dim3(TILE, TILE)>>>(nullptr, nullptr, n);
+  return 0;
+}
+"""

@@ -4,7 +4,7 @@ compile), the acceptance rule on synthetic timings, and the report's schema."""
 import json
 
 import pytest
-from support import ROOT, needs_nvcc
+from support import ROOT, has_gpu, needs_nvcc
 
 from swzc.accept import judge
 from swzc.analysis import analyze
@@ -622,14 +622,6 @@ def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
 
 # ---- on a GPU: the ML kernels checked bit for bit and timed ---------------------------------------------
 
-def _has_gpu() -> bool:
-    import shutil
-    import subprocess
-
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
@@ -655,7 +647,7 @@ def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
     ("blend_bf16.hip", "widen", "colmajor"),
 ])
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swizzle, tmp_path):
     from swzc.harness import run_harness
 
@@ -665,7 +657,7 @@ def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swi
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
     """Rows and columns of the tensor-core tiles swapped: the bf16 GEMM writes the wrong tiles."""
     from swzc.harness import run_harness
@@ -680,7 +672,7 @@ def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_loop_runs_a_bf16_tensor_core_kernel():
     from swzc.pipeline import rewrite_file
 

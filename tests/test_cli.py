@@ -11,28 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import FIXTURES, needs_nvcc
+from support import FIXTURES, TILE2D, needs_nvcc
 
 from swzc import __version__
 from swzc.cli import main
 
-TILE2D = b"""\
-#define TILE 16
-__global__ void tile2d(const float* a, float* b, int n) {
-  int row = blockIdx.y * TILE + threadIdx.y;
-  int col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];
-  if (row < n && col < n) b[row * n + col] = acc;
-}
-
-int main() {
-  const int n = 4096;
-  dim3 grid(n / TILE, n / TILE);
-  tile2d<<<grid, dim3(TILE, TILE)>>>(nullptr, nullptr, n);
-  return 0;
-}
-"""
 
 # Line 3, column 5 is the first thing tree-sitter cannot parse.
 BAD = b"__global__ void k(float* p) {\n  int x = 1;\n    x @ 2;\n  p[blockIdx.x] = x;\n}\n"

@@ -4,13 +4,12 @@ stop the ranking."""
 
 import dataclasses
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from support import ROOT
+from support import ROOT, has_gpu
 
 from swzc import footprint as fpmod
 from swzc import hw as hwmodels
@@ -670,15 +669,10 @@ def test_a_pointer_moved_before_its_use_in_the_same_iteration():
 # ---- on a GPU: the new suite programs run, check themselves, and keep their checksum when swizzled -----------
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 @pytest.mark.parametrize("name", ["gemm_bf16_wmma", "attention_decode"])
 def test_suite_program_runs_and_its_swizzled_rewrite_keeps_the_checksum(name, tmp_path):
     source = SUITE / f"{name}.cu"

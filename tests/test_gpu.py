@@ -9,19 +9,14 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-from support import ROOT
+from support import ROOT, has_gpu
 
 from swzc.cli import main
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")]
 
 CASES = [
     ("naive_gemm.cu", "grouped:8", []),

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import ROOT, has_gpu
 
 from swzc import observe
 from swzc.analysis import analyze
@@ -358,11 +358,6 @@ def test_observe_through_cupti_passes_the_library_and_reads_its_lines(tmp_path, 
 
 # ---- on a GPU: a real program ---------------------------------------------------------------------------
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 GPU_PROGRAM = b"""#include <cstdio>
@@ -395,7 +390,7 @@ int main(int argc, char** argv) {
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_observe_a_real_program_on_the_gpu(tmp_path):
     folder = tmp_path / "prog"
     folder.mkdir()

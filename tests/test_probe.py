@@ -1,13 +1,12 @@
 """swzc probe: parsing the probe's output, the model file written from it, and the probe program's build."""
 
 import random
-import shutil
 import subprocess
 import tomllib
 
 import pytest
 from click.testing import CliRunner
-from support import needs_nvcc
+from support import has_gpu, needs_nvcc
 
 from swzc import hw
 from swzc import probe
@@ -371,15 +370,10 @@ def test_probe_cu_compiles_for_sm_90(tmp_path):
     assert (tmp_path / "swzc-probe").is_file()
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_probe_on_the_gpu(tmp_path):
     out, raw = tmp_path / "probed.toml", tmp_path / "probe.txt"
     result = CliRunner().invoke(main, ["probe", "--output", str(out), "--save-output", str(raw)])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import ROOT, needs_nvcc
+from support import ROOT, TILE2D, has_gpu, needs_nvcc
 
 from swzc import cache, cli as cli_module
 from swzc import compile as compiling
@@ -26,23 +26,6 @@ from swzc.cli import main
 from swzc.compile import compile_check
 from swzc.hw import load as load_hw
 
-TILE2D = b"""\
-#define TILE 16
-__global__ void tile2d(const float* a, float* b, int n) {
-  int row = blockIdx.y * TILE + threadIdx.y;
-  int col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];
-  if (row < n && col < n) b[row * n + col] = acc;
-}
-
-int main() {
-  const int n = 4096;
-  dim3 grid(n / TILE, n / TILE);
-  tile2d<<<grid, dim3(TILE, TILE)>>>(nullptr, nullptr, n);
-  return 0;
-}
-"""
 
 # The file never names uint3, so it compiles; the spliced swizzle declares `const uint3 swzc_block`, which
 # the macro turns into an int: the rewritten file cannot compile.
@@ -113,15 +96,10 @@ def test_bench_on_the_command_line_still_benchmarks(work, monkeypatch):
     assert called and json.loads(result.stdout)["benchmarked"] is True
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_on_a_gpu_the_real_command_does_not_benchmark_unasked(work):
     env = {k: v for k, v in os.environ.items() if k != "SWZC_NO_GPU"}
     run = subprocess.run([_script(), "rewrite", "k.cu", "-o", "out.cu", "--no-compile", "--json"], cwd=work, env=env,

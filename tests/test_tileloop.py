@@ -2,11 +2,10 @@
 and the two rules of the rewrite itself (no copied side effects, no rewritten helper with external linkage)."""
 
 import re
-import shutil
 import subprocess
 
 import pytest
-from support import ROOT, needs_nvcc
+from support import ROOT, has_gpu, needs_nvcc
 
 from swzc.analysis import analyze
 from swzc.evaluate import expression_of
@@ -436,11 +435,6 @@ def test_a_comment_in_a_macro_body_is_not_a_read():
 # ---- on a GPU: the persistent GEMM of the suite ----------------------------------------------------------------
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
-        return False
-    run = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return run.returncode == 0 and "GPU" in run.stdout
 
 
 GEMM_PERSISTENT = ROOT / "bench" / "suite" / "kernels" / "gemm_persistent.cu"
@@ -460,7 +454,7 @@ def test_the_rewritten_persistent_gemm_compiles():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_persistent_gemm_gives_the_same_checksum_with_its_tiles_permuted(tmp_path):
     src = load_bytes(str(GEMM_PERSISTENT), GEMM_PERSISTENT.read_bytes())
     patched = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
@@ -476,7 +470,7 @@ def test_the_persistent_gemm_gives_the_same_checksum_with_its_tiles_permuted(tmp
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU here")
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_persistent_gemm_runs_through_the_acceptance_loop():
     """The harness with the suite's launch spec: original and tile-swizzled kernel checked and timed."""
     from swzc.pipeline import rewrite_file
