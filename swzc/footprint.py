@@ -766,6 +766,12 @@ class _Kernel:
             return Affine((("col", 1), ("row", self.divisor)), 0)
         if self.adapter == "linear" and axis == "x":
             return Affine.of(1, "col")
+        if self.adapter in ("1d", "linear") and axis in ("y", "z"):
+            # A 1D grid's tiles are all in x; y and z are slices, counted as z * gridDim.y + y (l2model._tiles_of).
+            # That count is affine in y alone or in z alone, not in both.
+            if self.launch_grid[1] > 1 and self.launch_grid[2] > 1:
+                raise _CannotFollow("blockIdx.y and blockIdx.z both vary beside a 1D grid's tiles")
+            return Affine.of(1 if axis == "y" else self.launch_grid[1], "z")
         return Affine.of(1, {"x": "col", "y": "row", "z": "z"}[axis])
 
     def _identifier(self, node: Node, ctx: _Ctx | None, depth: int) -> Affine:

@@ -689,3 +689,22 @@ def test_suite_program_runs_and_its_swizzled_rewrite_keeps_the_checksum(name, tm
         assert line is not None, run.stdout
         sums.append(line.group(2))
     assert sums[0] == sums[1]
+
+
+def test_a_decoded_1d_grid_keeps_y_and_z_as_slices():
+    """With a 1D tile decode, blockIdx.y (or blockIdx.z) is a slice (a batch), counted as z * gridDim.y + y,
+    as the model orders them; never mixed up with the decoded row."""
+    code = """
+__global__ void batched(const float* A, float* C, int tiles_n) {
+  const int tm = blockIdx.x / tiles_n, tn = blockIdx.x % tiles_n;
+  const size_t base = (size_t)(SLICE) * (1 << 20);
+  C[base + tm * 4096 + tn * 16 + threadIdx.x] = A[base + tm * 4096 + tn * 16 + threadIdx.x];
+}
+int main() { batched<<<dim3(64 * 16, GY, GZ), 16>>>(0, 0, 16); }
+"""
+    for slice_, gy, gz in (("blockIdx.y", 8, 1), ("blockIdx.z", 1, 8)):
+        fp = fp_of(code.replace("SLICE", slice_).replace("GY", str(gy)).replace("GZ", str(gz)))
+        assert fp.tiles == (64, 16, 8)
+        assert only(fp, "A").block_bytes == (4096 * 4, 16 * 4, (1 << 20) * 4)  # row, col, and one slice per z * gy + y
+    both = fp_of(code.replace("SLICE", "blockIdx.z * 8 + blockIdx.y").replace("GY", "8").replace("GZ", "2"))
+    assert {u.array for u in both.unknown} == {"A", "C"}  # not affine in z * gridDim.y + y: not modelled
