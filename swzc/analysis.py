@@ -671,7 +671,7 @@ def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:
             callee = _callee(node)
             if _WAIT_CALLS.match(callee) or callee in ("load", "test_wait", "try_wait"):
                 return True
-        if node.type == "identifier" and text(node) in volatile:
+        if node.type in ("identifier", "field_identifier") and text(node) in volatile:  # a volatile variable or field
             return True
     body = loop.child_by_field_name("body")
     idle = body is None or body.type == "expression_statement" and body.named_child_count == 0
@@ -978,7 +978,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                     hazards.append(Hazard(_line(hfunc), f"helper {h} (line {_line(hfunc)}) {what} and has external "
                                           "linkage: under -rdc another file could call it from a kernel swzc does not "
                                           "rewrite; declare it static to let swzc rewrite it", "external-helper"))
-        header = src.data[function.start_byte : body.start_byte]
+        before = function.prev_sibling  # the header from there: an attribute blanked for the parser may precede the function
+        header = src.data[before.end_byte if before is not None else 0 : body.start_byte]
         if b"__cluster_dims__" in header:
             hazards.append(Hazard(_line(function), "thread-block clusters (__cluster_dims__): cluster mates are consecutive blocks", "cluster"))
         notes: list[str] = []

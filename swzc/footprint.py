@@ -459,44 +459,35 @@ class _Kernel:
         self.params = {p.name: p for p in parameter_list(function)}
         # pointer parameter -> the type it points to
         self.param_types = {declared_name(decl): t for decl, t in _pointer_parameters(function)}
-        self.helpers: dict[str, Node] = {}
-        self.globals: dict[str, str | None] = {}  # file-scope arrays: name -> element type (None: not global memory)
-        for f, _ in functions(src.tree.root_node):
-            if f.child_by_field_name("body") is not None and any(c.type == "__device__" for c in f.children) \
-                    and not any(c.type == "__global__" for c in f.children):
-                self.helpers.setdefault(function_name(f), f)
-        for node in _file_scope_declarations(src.tree.root_node):
-            if node.type == "declaration":
-                words = {c.type for c in node.children} | set(text(node).split("=")[0].split())
-                local = "__shared__" in words or "__constant__" in words
-                for decl in node.children_by_field_name("declarator"):
-                    if decl.type in ("array_declarator", "pointer_declarator", "init_declarator") and ("[" in text(decl).split("=")[0]):
-                        self.globals[declared_name(decl)] = None if local else " ".join(text(node.child_by_field_name("type")).split())
-        # Locals of the kernel and of the helpers: definitions, moves, and what kind of thing each name is.
+        facts = _file_facts(src)
+        self.helpers: dict[str, Node] = facts.helpers
+        self.globals: dict[str, str | None] = facts.globals  # file-scope arrays: name -> element type (None: not global memory)
+        # Locals of the kernel and of the helpers it can reach: definitions, moves, and what kind of thing each
+        # name is.  Helpers no call can reach are left out, so each kernel costs what it reads, not the file.
         self.defs: dict[str, list[tuple[Node, Node | None]]] = {}  # name -> (where, value), in source order
         self.moves: dict[str, list[tuple[Node, Node | None, int]]] = {}  # name -> (where, step expression, sign)
         self.kinds: dict[str, list[tuple[Node, str, str]]] = {}  # name -> (declaration, "pointer"/"auto"/"local", type)
-        for root in (self.body, *(f.child_by_field_name("body") for f in self.helpers.values())):
+        self.reached = _reachable_helpers(self.body, self.helpers, scope)
+        for root in (self.body, *(f.child_by_field_name("body") for f in self.reached)):
             self._collect(root)
-        for helper in self.helpers.values():  # a helper's pointer parameters are pointers (bound at each call)
+        for helper in self.reached:  # a helper's pointer parameters are pointers (bound at each call)
             for decl, type_text in _pointer_parameters(helper):
                 self.kinds.setdefault(declared_name(decl), []).append((decl, "pointer", type_text))
         self.sets: dict[str, _Set] = {}
         self.reaches: dict[Atom, frozenset[str]] = {}
         self.structs: dict[str, tuple[int, int]] = {}  # struct name -> (size, alignment), C layout
         self.shared_structs: set[str] = set()  # structs whose methods hand out shared memory
-        for node in walk(src.tree.root_node):
-            if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
-                name = text(node.child_by_field_name("name"))
-                if name and b"__shared__" in (node.text or b""):
-                    self.shared_structs.add(name)
-                parent = node.parent
-                if not name and parent is not None and parent.type == "type_definition":
-                    names = [text(d) for d in parent.children_by_field_name("declarator") if d.type == "type_identifier"]
-                    name = names[0] if names else ""
-                layout = self._layout(node.child_by_field_name("body"))
-                if name and layout is not None:
-                    self.structs[name] = layout
+        for node in facts.structs:
+            name = text(node.child_by_field_name("name"))
+            if name and b"__shared__" in (node.text or b""):
+                self.shared_structs.add(name)
+            parent = node.parent
+            if not name and parent is not None and parent.type == "type_definition":
+                names = [text(d) for d in parent.children_by_field_name("declarator") if d.type == "type_identifier"]
+                name = names[0] if names else ""
+            layout = self._layout(node.child_by_field_name("body"))
+            if name and layout is not None:
+                self.structs[name] = layout
         # A thread index divided by d and taken modulo d (warp and lane) becomes two independent digits:
         # t = d * (t / d) + t % d.  symbol -> (d, quotient symbol, remainder symbol)
         self.splits: dict[str, tuple[int, str, str]] = {}
@@ -1578,6 +1569,64 @@ def _file_scope_declarations(root: Node) -> Iterator[Node]:
             stack.extend(reversed(node.children))
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What every kernel's footprint reads from the whole file, found once per file."""
+
+    helpers: dict[str, Node]  # __device__ functions with a body (not kernels), by name: the first definition
+    globals: dict[str, str | None]  # file-scope arrays: name -> element type (None: shared or constant memory)
+    structs: tuple[Node, ...]  # struct and class definitions with a body
+
+
+_FACTS: list[tuple[SourceFile, _FileFacts]] = []  # the last few files: one analysis asks for many kernels
+
+
+def _file_facts(src: SourceFile) -> _FileFacts:
+    for seen, facts in _FACTS:
+        if seen is src:
+            return facts
+    helpers: dict[str, Node] = {}
+    for f, _ in functions(src.tree.root_node):
+        if f.child_by_field_name("body") is not None and any(c.type == "__device__" for c in f.children) \
+                and not any(c.type == "__global__" for c in f.children):
+            helpers.setdefault(function_name(f), f)
+    arrays: dict[str, str | None] = {}
+    for node in _file_scope_declarations(src.tree.root_node):
+        if node.type == "declaration":
+            words = {c.type for c in node.children} | set(text(node).split("=")[0].split())
+            local = "__shared__" in words or "__constant__" in words
+            for decl in node.children_by_field_name("declarator"):
+                if decl.type in ("array_declarator", "pointer_declarator", "init_declarator") and ("[" in text(decl).split("=")[0]):
+                    arrays[declared_name(decl)] = None if local else " ".join(text(node.child_by_field_name("type")).split())
+    structs = tuple(node for node in walk(src.tree.root_node)
+                    if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None)
+    facts = _FileFacts(helpers, arrays, structs)
+    _FACTS[:] = [*_FACTS[-3:], (src, facts)]
+    return facts
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _reachable_helpers(body: Node | None, helpers: Mapping[str, Node], scope: Scope) -> list[Node]:
+    """The helpers a kernel body can reach: named in it, in a helper it reaches, or in the body of a macro
+    named there (a superset of the calls the footprint follows), in the file's order."""
+    found: dict[str, Node] = {}
+    macros_seen: set[str] = set()
+    pending = [text(body)] if body is not None else []
+    while pending:
+        for word in set(_WORD.findall(pending.pop())):
+            if word in helpers and word not in found:
+                found[word] = helpers[word]
+                pending.append(text(helpers[word].child_by_field_name("body")))
+            elif word not in macros_seen:
+                macros_seen.add(word)
+                macro = scope.find(word)
+                if isinstance(macro, Macro):
+                    pending.append(macro.body)
+    return sorted(found.values(), key=lambda f: f.start_byte)
+
+
 def _pointer_parameters(function: Node) -> list[tuple[Node, str]]:
     """(declarator, the type it points to) of each pointer or array parameter of a function."""
     declarator = function.child_by_field_name("declarator")
@@ -2033,7 +2082,7 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
     ev = Evaluator(local_scope(function, body.end_byte - 1, scope))
     tiles = tile_grid(grid, adapter, divisor)
     k = _Kernel(src, function, ev, scope, dict(launch.type_args), launch.grid, launch.block, tiles, adapter, divisor, tile)
-    fragments = _fragments([body, *(f.child_by_field_name("body") for f in k.helpers.values())], ev)
+    fragments = _fragments([body, *(f.child_by_field_name("body") for f in k.reached)], ev)
     sites = _Sites(k, fragments)
     sites.scan(body, None)
     threads = launch.block[0] * launch.block[1] * launch.block[2]

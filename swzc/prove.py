@@ -189,6 +189,7 @@ def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
         raise SwzcError(f"the swizzle prover did not compile in {_BUILD_TIMEOUT_S} s: {shlex.join(cmd)}", ExitCode.CHECK_FAILED)
     if run.returncode != 0:
         raise SwzcError(f"the swizzle prover does not compile: {shlex.join(cmd)}\n{run.stderr.strip()}", ExitCode.CHECK_FAILED)
+    built.chmod(0o700)  # runnable whatever the umask left of its mode
     return built
 
 

@@ -200,3 +200,49 @@ def test_encoders_agree_with_cuda_s_conversions(tmp_path):
     subprocess.run(["nvcc", "-std=c++17", "-I", native_dir(), "-o", str(tmp_path / "cross"), str(source)], check=True)
     run = subprocess.run([str(tmp_path / "cross")], capture_output=True, text=True)
     assert run.returncode == 0 and "mismatches 0" in run.stdout, run.stdout
+
+
+# ---- the comparison's edges -----------------------------------------------------------------------------
+
+def test_an_overflow_to_infinity_fails_however_wide_the_tolerance(driver):
+    """|inf - 1| is within inf * tol: only the finiteness test tells the values apart."""
+    for tolerance in (1e-4, 1e9):
+        correct, mismatches = check(driver, "inf", tolerance)
+        assert not correct and {m["element"] for m in mismatches} == {9}
+
+
+def test_a_download_of_the_wrong_size_is_a_mismatch_at_its_end(driver):
+    for tolerance in (0.0, 1e-4):
+        correct, mismatches = check(driver, "short", tolerance)
+        assert not correct and {(m["buffer"], m["byte"]) for m in mismatches} == {("y", 4 * N - 1)}
+
+
+def test_the_tolerance_is_relative_to_the_original_value(driver):
+    """Values near 1000 that differ by a millionth of themselves: within 1e-4 relative to their size, not absolutely."""
+    assert check(driver, "close-big", 1e-4)[0]
+    assert not check(driver, "close-big", 1e-7)[0] and not check(driver, "close-big")[0]
+
+
+def test_the_tolerance_checks_the_last_element_too(driver):
+    correct, mismatches = check(driver, "far-last", 1e-4)
+    assert not correct and {m["element"] for m in mismatches} == {N - 1}
+
+
+def test_integers_are_compared_byte_for_byte_even_with_a_tolerance(driver):
+    """B adds 256 more to one int: only its second byte differs, and that byte is the one named."""
+    for tolerance in (0.0, 1e-4):
+        correct, mismatches = check(driver, "inout-256", tolerance)
+        assert not correct and {(m["buffer"], m["byte"], m["element"]) for m in mismatches} == {("z", 2001, 500)}
+
+
+def test_inputs_are_random_so_a_result_that_is_right_only_for_zeros_is_caught(driver):
+    correct, mismatches = check(driver, "scaled")
+    assert not correct and {(m["seed"], m["buffer"]) for m in mismatches} == {(1, "y"), (2, "y")}
+
+
+def test_each_buffer_gets_its_own_fill(driver):
+    def fill_at(index: int) -> bytes:
+        return subprocess.run([str(driver), "fill", "F32", "256", "1", "UNIFORM", "0.0", "0.0", str(index)],
+                              capture_output=True, check=True).stdout
+
+    assert fill_at(0) == fill(driver, "F32", 256, 1) and fill_at(0) != fill_at(1) != fill_at(2)

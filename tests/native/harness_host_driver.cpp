@@ -1,6 +1,6 @@
 // Drives swzc/native/harness_host.h on the CPU for tests/test_harness_host.py.
 //
-//   fill KIND ELEMENTS SEED FILL A B   the bytes of one filled buffer, raw, on stdout
+//   fill KIND ELEMENTS SEED FILL A B [INDEX]   the bytes of one filled buffer, raw, on stdout
 //   poison BYTES                       the bytes of a poisoned image, raw, on stdout
 //   check SCENARIO TOLERANCE           swzc::check against a stand-in device; its JSON lines on stdout
 //
@@ -35,9 +35,11 @@ static const size_t N = 1000;
 struct HostDevice {
   std::vector<std::vector<unsigned char>> memory;
   std::string scenario;
+  int last = 0;  // the variant launched last
 
   void upload(size_t i, const std::vector<unsigned char>& image) { memory[i] = image; }
   std::vector<unsigned char> download(size_t i, size_t bytes) {
+    if (scenario == "short" && last == 1 && i == 1) --bytes;  // B's y comes back one byte short
     return std::vector<unsigned char>(memory[i].begin(), memory[i].begin() + bytes);
   }
   float get(size_t buffer, size_t i) { float v; std::memcpy(&v, memory[buffer].data() + 4 * i, 4); return v; }
@@ -45,16 +47,21 @@ struct HostDevice {
 
   void launch(int variant) {
     const bool b = variant == 1;
+    last = variant;
     for (size_t i = 0; i < N; ++i) {
       float y = get(0, i) + 1.0f;
       if (scenario == "skip-last" && i == N - 1) y = 0.0f;  // A writes zero bytes there, B nothing
       if (b && scenario == "close") y *= 1.0f + 1e-6f;
       if (b && scenario == "far") y += 0.5f;
+      if (b && scenario == "far-last" && i == N - 1) y += 0.5f;
+      if (scenario == "close-big") y *= b ? 1000.0f * (1.0f + 1e-6f) : 1000.0f;  // relatively close, absolutely not
       if (b && scenario == "nan" && i == 7) y = NAN;
+      if (scenario == "inf" && i == 9) y = b ? 1.0f : INFINITY;  // A overflows, B does not
+      if (b && scenario == "scaled") y = 2.0f * get(0, i) + 1.0f;  // equal to A's only where x is 0
       if (!(b && scenario == "skip-last" && i == N - 1)) put(1, i, y);
       int32_t z;
       std::memcpy(&z, memory[2].data() + 4 * i, 4);
-      z += (b && scenario == "inout" && i == 500) ? 2 : 1;
+      z += (b && scenario == "inout" && i == 500) ? 2 : (b && scenario == "inout-256" && i == 500) ? 257 : 1;
       std::memcpy(memory[2].data() + 4 * i, &z, 4);
     }
     const size_t flip = scenario == "first" ? 0 : scenario == "middle" ? 4 * N / 2 + 1 : scenario == "last" ? 4 * N - 1 : ~(size_t)0;
@@ -65,10 +72,11 @@ struct HostDevice {
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
-  if (mode == "fill" && argc == 8) {
+  if (mode == "fill" && (argc == 8 || argc == 9)) {  // the last argument: the buffer's index (0 if not given)
     const swzc::Buffer buf = {"t", kind_named(argv[2]), (size_t)std::strtoull(argv[3], 0, 10), swzc::IN,
                               fill_named(argv[5]), std::atof(argv[6]), std::atof(argv[7])};
-    const std::vector<unsigned char> bytes = swzc::fill(buf, (unsigned)std::atoi(argv[4]), 0);
+    const size_t index = argc == 9 ? (size_t)std::strtoull(argv[8], 0, 10) : 0;
+    const std::vector<unsigned char> bytes = swzc::fill(buf, (unsigned)std::atoi(argv[4]), index);
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return 0;
   }

@@ -1,0 +1,150 @@
+"""The acceptance loop's choices, with the measurement replaced by a stand-in: which kernels it measures,
+which candidates it tries and in what order, and what the rewrite does with the answer."""
+
+import pytest
+
+from swzc import pipeline
+from swzc.analysis import analyze
+from swzc.bench import KernelBench
+from swzc.errors import SwzcError
+from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
+from swzc.source import load_bytes
+
+FILE = b"""\
+#define TILE 16
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * TILE + threadIdx.y;
+  const int col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+__global__ void open_grid(const float* A, float* C, int n) {
+  const int row = blockIdx.y * TILE + threadIdx.y;
+  const int col = blockIdx.x * TILE + threadIdx.x;
+  C[row * n + col] = A[col * n + row];
+}
+__global__ void scale(float* x) { x[blockIdx.x * 256 + threadIdx.x] *= 2.0f; }
+__global__ void synced(float* x) { cooperative_groups::this_grid().sync(); x[blockIdx.x] = 0; }
+void run(float* A, float* B, float* C, int m) {
+  gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096);
+  open_grid<<<dim3(m, m), dim3(TILE, TILE)>>>(A, C, m);
+  scale<<<4096, 256>>>(C);
+  synced<<<64, 256>>>(C);
+}
+"""
+
+ABOVE_IDENTITY = ["grouped:64", "grouped:32", "grouped:16", "grouped:8", "hilbert:8", "grouped:4", "hilbert:4", "grouped:2"]
+FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilbert:4", "grouped:16", "grouped:64"]
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """bench_kernel replaced: it records what it was asked to measure and accepts the last candidate."""
+    asked = {}
+
+    def bench_kernel(src, analysis, index, rewrite_one, candidates, hw, launch_spec, rounds, progress=None, program=None):
+        name = analysis.kernels[index].name
+        asked[name] = {"candidates": list(candidates), "rounds": rounds, "text": rewrite_one(pipeline.parse_spec(candidates[-1][0]))}
+        if name in failing:
+            raise SwzcError("no launch spec for it")
+        chosen = candidates[-1][0] if name not in slower else None
+        return KernelBench(name, analysis.kernels[index].line, (), chosen, f"measured {name}",
+                           status="accepted" if chosen else "not faster")
+
+    failing: set[str] = set()
+    slower: set[str] = set()
+    monkeypatch.setattr(pipeline, "bench_kernel", bench_kernel)
+    return asked, failing, slower
+
+
+def run(options_changes=None, kernels=None):
+    src = load_bytes("k.cu", FILE)
+    options = Options(hw=load_hw("h200"), compile=False, bench=True, **(options_changes or {}))
+    return rewrite_benchmarked(src, analyze(src), options, kernels)
+
+
+def outcomes(result):
+    return {o.name: o for o in result.outcomes}
+
+
+def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_of_the_family(measured):
+    asked, _, _ = measured
+    result = run({"max_iterations": 20})
+    assert set(asked) == {"gemm", "open_grid"}  # scale: the model sees no gain; synced: refused
+    assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY  # never identity, nor what only ties it
+    assert all(rate is not None and rate > 39.9 for _, rate in asked["gemm"]["candidates"])
+    assert asked["open_grid"]["candidates"] == [(name, None) for name in FAMILY]
+    assert result.benchmarked and [b.kernel for b in result.bench] == ["gemm", "open_grid"]
+    kernels = outcomes(result)
+    assert kernels["gemm"].status == "rewritten" and kernels["gemm"].swizzle == "grouped:2"
+    assert kernels["gemm"].chosen_by == "measured gemm"
+    assert kernels["open_grid"].status == "rewritten" and kernels["open_grid"].swizzle == "grouped:64"
+    assert kernels["scale"].status == "declined" and "no candidate raises the predicted L2 hit rate" in kernels["scale"].reason
+    assert kernels["synced"].status == "refused"
+    assert b"swzc_grouped2_2d" in result.new and b"swzc_grouped64_2d" in result.new
+
+
+def test_each_kernel_gets_at_most_max_iterations_tries(measured):
+    asked, _, _ = measured
+    run({"max_iterations": 3})
+    assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY[:3]
+    assert [c for c, _ in asked["open_grid"]["candidates"]] == FAMILY[:3]
+
+
+def test_the_library_defaults_try_four_candidates_and_time_thirty_rounds(measured):
+    asked, _, _ = measured
+    run()
+    assert len(asked["gemm"]["candidates"]) == 4 and asked["gemm"]["rounds"] == 30
+
+
+def test_a_requested_swizzle_is_the_only_candidate(measured):
+    asked, _, _ = measured
+    result = run({"swizzle": parse_swizzle("colmajor")})
+    assert {name: a["candidates"] for name, a in asked.items()} == {
+        "gemm": [("colmajor", None)], "open_grid": [("colmajor", None)]}  # scale: colmajor does not fit it
+    assert "colmajor needs a tile grid" in outcomes(result)["scale"].reason
+    assert {o.name: o.status for o in result.outcomes} == {"gemm": "rewritten", "open_grid": "rewritten",
+                                                          "scale": "declined", "synced": "refused"}
+
+
+def test_each_candidate_is_measured_on_a_rewrite_of_that_kernel_alone(measured):
+    asked, _, _ = measured
+    run({"max_iterations": 1})
+    gemm, other = asked["gemm"]["text"], asked["open_grid"]["text"]
+    assert b"swzc_grouped64_2d" in gemm and b"open_grid(const float* A, float* C, int n) {\n  const uint3" not in gemm
+    assert b"swzc_grouped8_2d" in other and b"const uint3 swzc_block = swzc_grouped64_2d" not in other
+
+
+def test_only_the_kernels_asked_for_are_measured(measured):
+    asked, _, _ = measured
+    result = run(kernels={1})
+    assert set(asked) == {"open_grid"}
+    assert outcomes(result)["gemm"].status == "untouched" and outcomes(result)["open_grid"].status == "rewritten"
+
+
+def test_a_kernel_the_harness_cannot_run_is_declined_unmeasured(measured):
+    asked, failing, _ = measured
+    failing.add("gemm")
+    result = run()
+    kernel = outcomes(result)["gemm"]
+    assert kernel.status == "declined" and kernel.reason == "not benchmarked: no launch spec for it (or use --no-bench)"
+    assert outcomes(result)["open_grid"].status == "rewritten"
+
+
+def test_a_kernel_no_candidate_speeds_up_is_declined_with_the_measurement(measured):
+    asked, _, slower = measured
+    slower.add("open_grid")
+    result = run()
+    kernel = outcomes(result)["open_grid"]
+    assert kernel.status == "declined" and kernel.reason == "measured open_grid"
+    assert b"open_grid(const float* A, float* C, int n) {\n  const int row = blockIdx.y" in result.new
+
+
+def test_rewrite_file_benchmarks_only_when_asked(tmp_path, measured):
+    asked, _, _ = measured
+    path = tmp_path / "k.cu"
+    path.write_bytes(FILE)
+    result = rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False))
+    assert asked == {} and not result.benchmarked
+    assert rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False, bench=True)).benchmarked and asked

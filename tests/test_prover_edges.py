@@ -1,0 +1,187 @@
+"""The prover's edges: which host compiler it uses, where it stops enumerating, and what it reads back."""
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from swzc import prove as prover
+from swzc.errors import ExitCode, SwzcError
+from swzc.swizzles import parse_spec
+
+
+def _tools(folder: Path, *names: str) -> None:
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        path = folder / name
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.parametrize("present, chosen", [
+    (("c++", "g++", "clang++"), ["c++"]),
+    (("g++", "clang++"), ["g++"]),
+    (("clang++",), ["clang++"]),
+])
+def test_the_host_compiler_is_the_first_of_cxx_cplusplus_gplusplus_clang(tmp_path, monkeypatch, present, chosen):
+    _tools(tmp_path / "bin", *present)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("CXX", raising=False)
+    assert prover.host_compiler() == chosen
+
+
+def test_cxx_names_the_host_compiler_with_its_flags(tmp_path, monkeypatch):
+    _tools(tmp_path / "bin", "c++", "mycxx")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("CXX", "mycxx -O0 -g")
+    assert prover.host_compiler() == ["mycxx", "-O0", "-g"]
+    monkeypatch.setenv("CXX", "not-installed")  # not on PATH: the next candidate
+    assert prover.host_compiler() == ["c++"]
+
+
+def test_no_host_compiler_is_a_failed_check(tmp_path, monkeypatch):
+    _tools(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(SwzcError) as caught:
+        prover.host_compiler()
+    assert caught.value.code == ExitCode.CHECK_FAILED and "set CXX" in caught.value.message
+
+
+def test_grids_up_to_the_limit_are_enumerated_and_larger_ones_sampled():
+    """2^26 blocks are proven block by block; one tile column more and the sample shapes stand in."""
+    at_limit, past_limit = prover.prove([(parse_spec("grouped:8"), "2d", ((8192, 8192, 1, 0),)),
+                                         (parse_spec("grouped:8"), "2d", ((8193, 8192, 1, 0),))])
+    assert at_limit.ok and not at_limit.sampled and at_limit.shapes == ((8192, 8192, 1, 0),)
+    assert past_limit.ok and past_limit.sampled and past_limit.shapes == prover.sample_shapes("2d")
+
+
+def test_one_shape_past_the_limit_samples_the_whole_job():
+    (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", ((4, 4, 1, 0), (4, 8192, 4096, 0)))])
+    assert proof.ok and proof.sampled and proof.shapes == prover.sample_shapes("2d")
+
+
+def test_a_3d_grid_counts_its_depth_against_the_limit():
+    """4 x 8192 x 4096 is 2^27 blocks: sampled, whichever axis holds them."""
+    for shape in ((4, 8192, 4096, 0), (8192, 4, 4096, 0), (4096, 4096, 8, 0)):
+        (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", (shape,))])
+        assert proof.sampled, shape
+
+
+# ---- the sample shapes ----------------------------------------------------------------------------------
+
+def test_2d_samples_cover_every_pair_of_sides_in_one_and_two_slices():
+    shapes = prover.sample_shapes("2d")
+    sides = sorted({x for x, *_ in shapes})
+    assert set(shapes) == {(x, y, z, 0) for x in sides for y in sides for z in (1, 2)} and len(shapes) == len(set(shapes))
+    assert sides[0] == 1 and {2, 3, 7, 13, 31} <= set(sides) and max(sides) > 128  # primes, and past 2^7
+
+
+def test_1d_samples_are_tilings_and_near_tilings():
+    shapes = prover.sample_shapes("1d")
+    tilings = [s for s in shapes if s[0] % s[3] == 0]
+    others = [s for s in shapes if s[0] % s[3] != 0]
+    sides = sorted({n for *_, n in shapes})
+    assert sides[0] == 1 and max(sides) > 128
+    assert set(tilings) == {(m * n, 1, 1, n) for m in sides for n in sides}
+    assert set(others) == {(m * n + 1, 1, 1, n) for m in sides for n in sides if n > 1}  # n = 1 tiles everything
+    assert all(y == z == 1 for _, y, z, _ in shapes)
+
+
+def test_linear_samples_reach_past_16_bits():
+    shapes = prover.sample_shapes("linear")
+    counts = [x for x, *_ in shapes]
+    assert all(s[1:] == (1, 1, 0) for s in shapes) and counts[0] == 1
+    assert {1000, 1021, 4096, 65537} <= set(counts) and 129 in counts
+
+
+def test_sample_shapes_are_what_an_unknown_grid_is_proven_on():
+    for adapter in ("2d", "1d", "linear"):
+        spec = parse_spec("xcd:8" if adapter == "linear" else "grouped:8")
+        (proof,) = prover.prove([(spec, adapter, None)])
+        assert proof.ok and proof.sampled and proof.shapes == prover.sample_shapes(adapter)
+
+
+# ---- what is read back from the prover -----------------------------------------------------------------
+
+class _Answer:
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes = b"") -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.mark.parametrize("returncode, stdout", [
+    (1, b"ok 0\n"),  # it crashed after answering
+    (0, b""),  # it answered nothing
+    (0, b"ok 0\nok 0\n"),  # it answered more than it was asked
+])
+def test_a_prover_that_fails_or_answers_the_wrong_count_is_a_failed_check(monkeypatch, returncode, stdout):
+    monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(returncode, stdout, b"boom"))
+    with pytest.raises(SwzcError) as caught:
+        prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
+    assert caught.value.code == ExitCode.CHECK_FAILED and "failed: boom" in caught.value.message
+
+
+def test_a_failure_names_the_grid_and_the_block(monkeypatch):
+    answers = b"ok 0\nfail block (1,0,0) maps out of the grid to (9,0,0)\n"
+    monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(0, answers))
+    (proof,) = prover.prove([(parse_spec("grouped:8"), "1d", ((8, 1, 1, 4), (12, 1, 1, 4)))])
+    assert not proof.ok and not proof.identity
+    assert proof.failure == "grid 12x1x1 n=4: block (1,0,0) maps out of the grid to (9,0,0)"
+
+
+def test_answers_are_matched_to_their_jobs_in_order(monkeypatch):
+    """Three jobs of one, two and one shapes: the third's answer is the fourth line."""
+    answers = b"ok 1\nok 0\nok 1\nfail block (0,0,0) maps to (0,0,0), which another block already has\n"
+    monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(0, answers))
+    spec = parse_spec("grouped:8")
+    first, second, third = prover.prove([(spec, "2d", ((1, 1, 1, 0),)), (spec, "2d", ((2, 2, 1, 0), (3, 3, 1, 0))),
+                                         (spec, "2d", ((4, 4, 1, 0),))])
+    assert first.ok and first.identity
+    assert second.ok and not second.identity  # identity only when every shape says so
+    assert not third.ok and third.failure.startswith("grid 4x4x1: block (0,0,0)")
+
+
+def test_the_prover_is_asked_one_line_per_shape(monkeypatch):
+    asked = []
+
+    def record(self, request):
+        asked.append(request)
+        return _Answer(0, b"ok 0\n" * request.count(b"\n"))
+
+    monkeypatch.setattr(prover.Prover, "run", record)
+    spec = parse_spec("grouped:8")
+    prover.prove([(spec, "2d", ((5, 7, 1, 0), (6, 2, 3, 0))), (parse_spec("colmajor"), "1d", ((12, 1, 1, 4),))])
+    assert asked == [b"p 0 5 7 1 0\np 0 6 2 3 0\np 1 12 1 1 4\n"]
+
+
+def test_no_jobs_builds_no_prover(monkeypatch):
+    monkeypatch.setattr(prover, "build_prover", lambda uses: pytest.fail("a prover was built for nothing"))
+    assert prover.prove([]) == []
+
+
+def test_dispatch_maps_list_each_block_in_dispatch_order():
+    grouped, colmajor = prover.dispatch_maps([(parse_spec("grouped:2"), "2d"), (parse_spec("colmajor"), "2d")], (3, 4, 1, 0))
+    assert grouped.shape == colmajor.shape == (12, 3)
+    assert [tuple(r) for r in colmajor[:5]] == [(0, 0, 0), (0, 1, 0), (0, 2, 0), (0, 3, 0), (1, 0, 0)]
+    assert [tuple(r) for r in grouped[:4]] == [(0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0)]
+    assert sorted(map(tuple, grouped)) == sorted((x, y, 0) for x in range(3) for y in range(4))
+
+
+def test_dispatch_maps_stop_at_the_limit_and_cover_3d_grids():
+    (full,) = prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 2, 0))
+    (first,) = prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 2, 0), limit=5)
+    assert full.shape == (12, 3) and {z for _, _, z in full} == {0, 1}
+    assert first.shape == (5, 3) and (first == full[:5]).all()
+    (beyond,) = prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 2, 0), limit=100)
+    assert (beyond == full).all()
+
+
+def test_dispatch_maps_from_a_broken_prover_are_a_failed_check(monkeypatch):
+    monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(0, b"\0" * 12))
+    with pytest.raises(SwzcError) as caught:
+        prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 1, 0))
+    assert caught.value.code == ExitCode.CHECK_FAILED and "failed to list block orders" in caught.value.message
+    monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(2, b"\0" * 72))
+    with pytest.raises(SwzcError):
+        prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 1, 0))

@@ -1,0 +1,81 @@
+"""--set, --grid and --block as the library reads them: what each accepts, and CUDA's limits."""
+
+import pytest
+
+from swzc.analysis import LaunchFact
+from swzc.errors import SwzcError
+from swzc.pipeline import parse_bindings, parse_launch_facts
+
+
+def test_set_reads_integers_in_any_base_floats_and_type_names():
+    assert parse_bindings([" N = 4096 ", "M=0x200", "K=0o17", "B=0b101", "S=0.5", "E=1e3", "T=unsigned  int",
+                           "U=std::vector<float>"]) == {
+        "N": 4096, "M": 512, "K": 15, "B": 5, "S": 0.5, "E": 1000.0, "T": "unsigned int", "U": "std::vector<float>"}
+    assert [type(v) for v in parse_bindings(["N=4096", "M=0x200", "E=1e3"]).values()] == [int, int, float]
+
+
+@pytest.mark.parametrize("pair, message", [
+    ("N", "expected NAME=VALUE"),
+    ("=4", "expected NAME=VALUE"),
+    ("2N=4", "expected NAME=VALUE"),
+    ("N=nan", "must be a finite number"),
+    ("N=inf", "must be a finite number"),
+    ("N=-Infinity", "must be a finite number"),
+    ("N=1e999", "must be a finite number"),
+    ("N=4 4", "must be a number or a type name"),
+    ("N=(4)", "must be a number or a type name"),
+])
+def test_set_refuses_what_is_neither_a_number_nor_a_type(pair, message):
+    with pytest.raises(SwzcError) as caught:
+        parse_bindings([pair])
+    assert message in caught.value.message and repr(pair) in caught.value.message
+
+
+def test_grid_and_block_fill_the_missing_axes_with_one():
+    facts = parse_launch_facts(["gemm=256", " copy =8,4"], ["gemm=16,16", "copy=32,4,2"])
+    assert facts == {"gemm": (LaunchFact("gemm", (256, 1, 1), (16, 16, 1)),),
+                     "copy": (LaunchFact("copy", (8, 4, 1), (32, 4, 2)),)}
+    assert parse_launch_facts(["only=2,3,4"], []) == {"only": (LaunchFact("only", (2, 3, 4), None),)}
+    assert parse_launch_facts([], ["only=64"]) == {"only": (LaunchFact("only", None, (64, 1, 1)),)}
+
+
+@pytest.mark.parametrize("grid", ["k=2147483647", "k=1,65535", "k=1,1,65535"])
+def test_the_largest_grids_cuda_allows_are_accepted(grid):
+    assert parse_launch_facts([grid], [])
+
+
+@pytest.mark.parametrize("block", ["k=1024", "k=1,1024", "k=1,1,64"])
+def test_the_largest_blocks_cuda_allows_are_accepted(block):
+    assert parse_launch_facts([], [block])
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("grid", "k=2147483648", "outside CUDA's limits for a grid"),
+    ("grid", "k=1,65536", "outside CUDA's limits for a grid"),
+    ("grid", "k=1,1,65536", "outside CUDA's limits for a grid"),
+    ("grid", "k=0", "outside CUDA's limits for a grid"),
+    ("grid", "k=4,0", "outside CUDA's limits for a grid"),
+    ("block", "k=1025", "outside CUDA's limits for a block"),
+    ("block", "k=1,1025", "outside CUDA's limits for a block"),
+    ("block", "k=1,1,65", "outside CUDA's limits for a block"),
+    ("grid", "k", "expected KERNEL=X[,Y[,Z]]"),
+    ("grid", "k=", "expected KERNEL=X[,Y[,Z]]"),
+    ("grid", "k=1,2,3,4", "expected KERNEL=X[,Y[,Z]]"),
+    ("grid", "k=1,x", "expected KERNEL=X[,Y[,Z]]"),
+    ("grid", "k=-1", "expected KERNEL=X[,Y[,Z]]"),
+    ("grid", "2k=4", "expected KERNEL=X[,Y[,Z]]"),
+    ("block", "k=a,1", "expected KERNEL=X[,Y[,Z]]"),
+])
+def test_grid_and_block_refuse_bad_or_out_of_range_sizes(option, value, message):
+    grids, blocks = ([value], []) if option == "grid" else ([], [value])
+    with pytest.raises(SwzcError) as caught:
+        parse_launch_facts(grids, blocks)
+    assert caught.value.message.startswith(f"--{option} {value!r}: {message}")
+
+
+def test_grid_or_block_given_twice_for_a_kernel_is_refused():
+    with pytest.raises(SwzcError, match="--grid is given twice for kernel k"):
+        parse_launch_facts(["k=4", " k=8"], [])
+    with pytest.raises(SwzcError, match="--block is given twice for kernel k"):
+        parse_launch_facts([], ["k=4", "k=8"])
+    assert parse_launch_facts(["k=4"], ["k=8"])  # once each is fine
