@@ -676,8 +676,9 @@ def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:
     body = loop.child_by_field_name("body")
     idle = body is None or body.type == "expression_statement" and body.named_child_count == 0
     if body is not None and body.type == "compound_statement":
-        idle = all(
-            s.type == "comment" or (s.type == "expression_statement" and all(_callee(c) in _IDLE_CALLS for c in s.named_children if c.type == "call_expression") and all(c.type == "call_expression" for c in s.named_children))
+        idle = all(  # nothing but comments and calls such as __nanosleep (a comment may sit inside a statement)
+            s.type == "comment" or s.type == "expression_statement" and all(
+                c.type == "comment" or c.type == "call_expression" and _callee(c) in _IDLE_CALLS for c in s.named_children)
             for s in body.named_children
         )
     return idle and any(n.type in ("subscript_expression", "pointer_expression", "field_expression") for n in walk(cond))

@@ -65,6 +65,7 @@ def test_hip_goes_through_the_compatibility_header_with_nvcc_and_to_hipcc_where_
     compile_check(str(tmp_path / "k.cu"), OLD, NEW, "cuda", load_hw("mi300x"))
     amd, nvidia, cuda = calls(log)
     assert amd[:4] == ["--offload-arch=gfx942", "-std=c++17", "-I", str(tmp_path)] and amd[4] == "-c"
+    assert amd[5].endswith("/k.hip") and amd[6:] == ["-o", amd[5][:-4] + ".o"]
     assert nvidia[0] == "--offload-arch=gfx942"  # HIP for an NVIDIA model, with hipcc: AMD's default target
     assert cuda[:2] == ["-std=c++17", "-arch=sm_90"]  # CUDA always goes to nvcc
     assert compile_check(str(tmp_path / "k.hip"), OLD, NEW, "hip", load_hw("mi250x")).command.startswith("hipcc --offload-arch=gfx90a ")

@@ -121,3 +121,22 @@ def test_control_characters_and_del_are_quoted_and_nothing_else(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert unified_patch(name, b"a\n", b"b\n").splitlines()[0] == f"--- {quoted}"
     assert patch_from_edits(name, b"a\n", [Edit.replace(0, 1, "b")], b"b\n").splitlines()[1] == "+++ " + quoted.replace("a/", "b/", 1)
+
+
+def test_a_blanked_range_ends_before_text_inserted_at_its_end():
+    """A range parsed as spaces (a branch never taken) keeps its own bytes: what an edit inserts right after
+    it is parsed, not blanked."""
+    data = b"#if 0\nint x;\n#endif\nint y;\n"
+    start, end = data.index(b"int x;"), data.index(b"int x;") + len(b"int x;")
+    src = load_bytes("k.cu", data, ((start, end),))
+    new = rewrite(src, [Edit.insert(end, " int z;"), Edit.insert(start, "/* a */ ")])
+    assert new.blanked == ((start + len("/* a */ "), end + len("/* a */ ")),)
+    assert new.data[slice(*new.blanked[0])] == b"int x;"
+
+
+def test_a_change_at_the_start_of_a_file_that_opens_with_an_empty_line_has_three_lines_of_context():
+    old = b"\n" + b"".join(b"line %d\n" % i for i in range(1, 10))
+    edits = [Edit.insert(0, "top\n")]
+    new = apply_edits(old, edits)
+    patch = patch_from_edits("k.cu", old, edits, new)
+    assert patch.splitlines()[2] == "@@ -1,3 +1,4 @@" and patch == unified_patch("k.cu", old, new)

@@ -139,6 +139,7 @@ def test_an_ordinary_launch_of_the_same_kernel_is_no_hazard():
     "  while (plain[blockIdx.x] == 0) { __nanosleep(64); }\n",
     "  while (plain[blockIdx.x] == 0) { __threadfence(); __syncthreads(); }\n",
     "  while (plain[blockIdx.x] == 0) {\n    // wait for the block before\n  }\n",
+    "  while (plain[blockIdx.x] == 0) { __nanosleep(64) /* back off */; }\n",  # a comment inside the statement
     "  do { } while (*flag == 0);\n",
     "  for (; sync_state.ready == 0; ) { }\n",
 ])
@@ -153,6 +154,8 @@ def test_an_idle_loop_over_memory_is_a_wait(loop):
     "  while (plain[blockIdx.x] == 0) { __nanosleep(64); plain[0] = 1; }\n",
     "  while (plain[blockIdx.x] == 0) { __nanosleep(64), plain[0] = 1; }\n",  # a comma: not only idle calls
     "  while (plain[blockIdx.x] == 0) { count(); }\n",  # a call that is not an idle one
+    "  while (plain[blockIdx.x] == 0) { count() /* work */; }\n",
+    "  while (plain[blockIdx.x] == 0) plain[blockIdx.x] = 1;\n",  # work, without braces
     "  for (int i = 0; i < 8; ++i) { }\n",  # no memory in the condition
     "  int n = 4;\n  while (n > 0) { }\n",
 ])
@@ -272,7 +275,8 @@ def test_several_parse_errors_in_a_kernel_are_one_hazard_that_counts_them():
     (found,) = hazards(code)
     assert found.rule == "syntax-error" and found.line == 2 and found.reason.endswith("(and 1 more)")
     (one,) = hazards("__global__ void k(float* c) {\n  c[blockIdx.x] = (;\n}\n")
-    assert "more)" not in one.reason
+    src = load_bytes("k.cu", b"__global__ void k(float* c) {\n  c[blockIdx.x] = (;\n}\n")
+    assert one.reason == f"touches a part of the file swzc cannot parse: {src.error_message(src.errors[0])}"
 
 
 def test_kernels_tree_sitter_cannot_parse_at_all_are_named_once_each_with_their_first_line():
@@ -285,3 +289,9 @@ def test_kernels_tree_sitter_cannot_parse_at_all_are_named_once_each_with_their_
         (hazard,) = k.hazards
         assert hazard.rule == "syntax-error" and hazard.line == k.line
         assert hazard.reason.startswith("its definition cannot be parsed: k.cu:2:1: syntax error: cannot parse '#ifdef WIDE'")
+
+
+def test_a_cluster_kernel_that_opens_the_file_is_refused():
+    code = kernel("").replace("__global__ void k", "__cluster_dims__(2, 1, 1) __global__ void k")
+    (k,) = analyze(load_bytes("k.cu", code.encode())).kernels
+    assert [h.rule for h in k.hazards] == ["cluster"] and k.hazards[0].line == 1

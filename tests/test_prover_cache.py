@@ -193,3 +193,26 @@ def test_without_a_cache_the_private_build_folder_is_removed_at_exit(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "swzc-prove-" in run.stdout  # it was there while swzc ran
     assert os.listdir(scratch) == []  # and is gone now
+
+
+def test_a_freshly_built_prover_is_owner_only_and_runnable_whatever_the_umask(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    program = prover.host_program(list(GROUPED))
+    compiler = prover.host_compiler()
+    old = os.umask(0o177)
+    try:
+        built = prover._compile_prover(program, compiler, prover.prover_key(program, compiler))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(built.stat().st_mode) == 0o700
+
+
+def test_without_proc_the_prover_runs_by_its_path(tmp_path, monkeypatch):
+    """Where /proc/self/fd is missing the verified binary is run by path; the answers are the same."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(prover, "_BY_DESCRIPTOR", False)
+    ran = []
+    real_run = prover.subprocess.run
+    monkeypatch.setattr(prover.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or real_run(cmd, **kw))
+    (proof,) = prover.prove(JOB)
+    assert proof.ok and len(ran[-1]) == 1 and ran[-1][0].endswith(f"/prover-{_key()}")  # not /proc/self/fd/N
