@@ -178,3 +178,57 @@ def test_the_note_says_how_the_tiles_are_decoded():
     _, plain = kernel_of(loop())
     assert plain.notes == ("tile loop over t (line 2): T tiles, not decoded into rows and columns; a swizzle permutes the "
                            "tiles inside the loop, not the blocks",)
+
+
+# ---- what each refusal says, and where ------------------------------------------------------------------
+
+def test_several_tile_loops_name_the_first_two_and_refuse_at_the_second():
+    three = ("__global__ void k(float* o, int T) {\n" + "".join(
+        f"  for (int t{i} = blockIdx.x; t{i} < T; t{i} += gridDim.x) {{ o[t{i}] = {i}; }}\n" for i in range(3)) + "}\n")
+    analysis, k = kernel_of(three)
+    assert k.tile_loop is None
+    assert [(h.rule, h.line, h.reason) for h in k.hazards] == [
+        ("tile-loop", 3, "tile loops at lines 2 and 3: swzc permutes the tiles of one loop per kernel")]
+    assert block_swizzle.refusal(analysis, 0).status == "refused"
+
+
+@pytest.mark.parametrize("body", ["int t; o[0] = 1;", "int t = 3; o[t] = 1;"])
+def test_a_second_variable_of_the_loop_s_name_inside_it_is_refused(body):
+    assert rules_and_reasons(loop(body)) == [("tile-loop", "line 2 declares another t inside the tile loop")]
+
+
+def test_a_block_index_read_that_meets_the_tile_twice_is_reported_once():
+    ((rule, reason),) = rules_and_reasons(loop("o[blockIdx.x * T + t] = 1;\n    o[t + blockIdx.x] = 2;"))
+    assert rule == "tile-loop" and reason.startswith("line 2 combines the tile index t with the block index (blockIdx.x)")
+
+
+@pytest.mark.parametrize("body", ["o[t] = blockIdx.x * 2 + t;", "o[t] = (blockIdx.x & 1) + t;"])
+def test_a_product_or_mask_of_the_block_index_that_meets_the_tile_combines_them(body):
+    ((rule, reason),) = rules_and_reasons(loop(body))
+    assert rule == "tile-loop" and "combines the tile index t with the block index" in reason
+
+
+def test_a_global_scope_spelling_of_the_block_or_thread_index_in_the_count_is_refused():
+    for count in ("T + ::blockIdx.x", "T - ::threadIdx.y"):
+        ((rule, reason),) = rules_and_reasons(loop(count=count))
+        assert rule == "tile-loop" and "depends on blockIdx.x or threadIdx" in reason, count
+
+
+@pytest.mark.parametrize("leave", ["return;", "goto out;"])
+def test_a_return_or_goto_inside_a_nested_loop_still_leaves_the_tile_loop(leave):
+    body = f"for (int i = 0; i < 4; ++i) {{ if (o[i] < 0) {leave} }} o[t] = 1;"
+    code = loop(body).replace("}\n}\n", "}\nout:;\n}\n") if leave.startswith("goto") else loop(body)
+    word = leave.split()[0].rstrip(";")
+    assert [(rule, reason.split(":")[0]) for rule, reason in rules_and_reasons(code)] == [
+        ("tile-loop", f"the tile loop can stop early ({word}, line 2)")]
+
+
+def test_a_local_of_the_block_index_changed_inside_the_loop_is_refused():
+    code = loop("o[t] = 1; row = blockIdx.x + 1;", before="  int row = blockIdx.x;\n")
+    assert rules_and_reasons(code) == [("tile-loop", "row, computed from blockIdx.x or gridDim.x, changes inside the tile "
+                                        "loop (line 3): it may follow the tile order, which the swizzle changes")]
+
+
+def test_a_statement_that_changes_the_loop_variable_is_reported_once_not_also_as_combining():
+    assert [reason.split(":")[0] for _, reason in rules_and_reasons(loop("o[t] = 1; t = t + blockIdx.x;"))] == [
+        "the tile loop's variable t is not only stepped by the loop"]
