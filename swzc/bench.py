@@ -42,7 +42,7 @@ from swzc.harness import (
 from swzc.hw import HardwareModel
 from swzc.program import ProgramBench, run_program
 from swzc.source import SourceFile
-from swzc.swizzles import SwizzleSpec, parse_spec
+from swzc.swizzles import Formula
 
 NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
 # rocprofv3 counters: L2 (TCC) hits and misses summed over the channels, in one pass; then kilobytes read
@@ -187,52 +187,74 @@ def _kernel_named(shown: str, kernel: str) -> bool:
     return bool(head) and head[-1].split("::")[-1] == kernel
 
 
-def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[SwizzleSpec], bytes],
-                 candidates: list[tuple[str, float | None]], hw: HardwareModel, spec_file: str | None = None,
-                 rounds: int = 30, progress: Callable[[str], None] | None = None,
-                 program: ProgramBench | None = None) -> KernelBench:
-    """Try each (candidate, predicted hit rate) in order; keep the fastest accepted one.  With `program`
-    the user's own program is built and timed instead of the generated harness (no profiler then)."""
-    kernel = analysis.kernels[index]
-    plan = plan_launch(src, kernel, load_spec(spec_file, kernel.name)) if program is None else None
-    toolchain = toolchain_for(src.dialect, gpu_vendor()) if program is None else ""
-    arch = (hw.arch if hw.vendor == "amd" else "native") if toolchain == "hipcc" else hw.nvcc_arch
-    profiler = profiler_note(toolchain) if toolchain else "none (the user's own program is timed)"
-    include_dir = str(Path(src.path).resolve().parent)
-    attempts: list[Attempt] = []
-    baseline_hit = None
-    for n, (name, predicted) in enumerate(candidates):
-        if progress:
-            progress(f"{kernel.name}: {name} ({n + 1}/{len(candidates)})")
+class Bencher:
+    """One kernel's acceptance loop, a candidate at a time: a proposer may choose its next candidate from the
+    results of the last (swzc.proposers).  `rewrite` gives the whole rewritten file for a formula; with
+    `program` the user's own program is built and timed instead of the generated harness (no profiler then)."""
+
+    def __init__(self, src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+                 hw: HardwareModel, spec_file: str | None = None, rounds: int = 30,
+                 progress: Callable[[str], None] | None = None, program: ProgramBench | None = None) -> None:
+        self.src, self.rewrite, self.hw, self.rounds, self.progress, self.program = src, rewrite, hw, rounds, progress, program
+        self.kernel = analysis.kernels[index]
+        self.plan = plan_launch(src, self.kernel, load_spec(spec_file, self.kernel.name)) if program is None else None
+        self.toolchain = toolchain_for(src.dialect, gpu_vendor()) if program is None else ""
+        self.arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
+        self.profiler = profiler_note(self.toolchain) if self.toolchain else "none (the user's own program is timed)"
+        self.include_dir = str(Path(src.path).resolve().parent)
+        self.attempts: list[Attempt] = []
+        self.baseline_hit: float | None = None
+
+    def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
+        """Build, check, time and profile one candidate; the attempt is also kept for `result`."""
+        name = formula.name
+        if self.progress:
+            self.progress(f"{self.kernel.name}: {name}" + (f" ({position})" if position else ""))
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True) as folder:
             built: Build | None = None
             try:
-                if program is not None:
-                    result: HarnessResult = run_program(src.path, src.data, rewrite(parse_spec(name)), program)
+                if self.program is not None:
+                    result: HarnessResult = run_program(self.src.path, self.src.data, self.rewrite(formula), self.program)
                 else:
-                    assert plan is not None
-                    built = build(src.path, src.data, rewrite(parse_spec(name)), plan, arch, hw.flush_bytes, include_dir,
-                                  Path(folder), dialect=src.dialect, toolchain=toolchain)
-                    result = run_harness(built, rounds)
+                    assert self.plan is not None
+                    built = build(self.src.path, self.src.data, self.rewrite(formula), self.plan, self.arch, self.hw.flush_bytes,
+                                  self.include_dir, Path(folder), dialect=self.src.dialect, toolchain=self.toolchain)
+                    result = run_harness(built, self.rounds)
             except SwzcError as exc:
                 result = HarnessResult(False, exc.message, None, failed=True)
             if result.failed or result.timing is None:
                 status = "check failed" if result.failed or result.correct else "outputs differ"
                 why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-                attempts.append(Attempt.unmeasured(name, predicted, status, why, time.perf_counter() - start))
-                continue
-            verdict = judge(result.timing, True)
-            hit = dram = None
-            if built is not None:  # ncu profiles the generated harness, not the user's program
-                if baseline_hit is None:
-                    baseline_hit, _ = profile(built, "a")
-                hit, dram = profile(built, "b")
-            attempts.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
-                                    verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
-                                    time.perf_counter() - start, "accepted" if verdict.accepted else "not faster"))
-    status, chosen, reason = conclude(attempts)
-    return KernelBench(kernel.name, kernel.line, tuple(attempts), chosen, reason, baseline_hit, profiler, status)
+                attempt = Attempt.unmeasured(name, predicted, status, why, time.perf_counter() - start)
+            else:
+                verdict = judge(result.timing, True)
+                hit = dram = None
+                if built is not None:  # ncu profiles the generated harness, not the user's program
+                    if self.baseline_hit is None:
+                        self.baseline_hit, _ = profile(built, "a")
+                    hit, dram = profile(built, "b")
+                attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                                  verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
+                                  time.perf_counter() - start, "accepted" if verdict.accepted else "not faster")
+        self.attempts.append(attempt)
+        return attempt
+
+    def result(self) -> KernelBench:
+        status, chosen, reason = conclude(self.attempts)
+        return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen, reason, self.baseline_hit,
+                           self.profiler, status)
+
+
+def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+                 candidates: list[tuple[Formula, float | None]], hw: HardwareModel, spec_file: str | None = None,
+                 rounds: int = 30, progress: Callable[[str], None] | None = None,
+                 program: ProgramBench | None = None) -> KernelBench:
+    """Try each (formula, predicted hit rate) in order; keep the fastest accepted one."""
+    bencher = Bencher(src, analysis, index, rewrite, hw, spec_file, rounds, progress, program)
+    for n, (formula, predicted) in enumerate(candidates):
+        bencher.measure(formula, predicted, f"{n + 1}/{len(candidates)}")
+    return bencher.result()
 
 
 def conclude(attempts: list[Attempt]) -> tuple[str, str | None, str]:

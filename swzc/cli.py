@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from swzc import outputs
 from swzc.analysis import FileAnalysis
-from swzc.bench import PROFILERS, report_json, report_markdown
+from swzc.bench import PROFILERS, report_json
 from swzc.entry import interrupt_received, report_interrupt
 from swzc.harness import gpu_name, gpu_present
 from swzc.outputs import STDOUT, Output
@@ -32,7 +32,9 @@ from swzc.passes import block_swizzle
 from swzc.patch import header_path
 from swzc.pipeline import (Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
                            rank_kernels, rewrite_file)
+from swzc.report import search_report_json, search_report_markdown
 from swzc.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
+from swzc.proposers import PROPOSERS
 from swzc.rank import Ranking
 from swzc.source import DEFAULT_MAX_BYTES, SourceFile, SyntaxIssue, max_input_bytes
 
@@ -131,6 +133,47 @@ def build_options(func: F) -> F:
     return func
 
 
+def llm_options(func: F) -> F:
+    """Where candidates come from, and the LLM's server (any OpenAI-compatible one) or a recorded transcript."""
+    for option in reversed((
+        click.option("--proposer", type=click.Choice(PROPOSERS), default="builtin", show_default=True,
+                     help="Candidate orders from the built-in family, an LLM, or both (the LLM sees the family's "
+                          "numbers). Every candidate is proven, predicted and, with --bench, measured."),
+        click.option("--model", "llm_model", metavar="NAME", help="The LLM to ask (the key is read from OPENAI_API_KEY)."),
+        click.option("--base-url", metavar="URL", help="An OpenAI-compatible server (default: OPENAI_BASE_URL, else OpenAI's)."),
+        click.option("--llm-timeout", type=click.FloatRange(0.1, 3600), default=120.0, show_default=True, metavar="S",
+                     help="Seconds to wait for one LLM reply."),
+        click.option("--llm-retries", type=click.IntRange(0, 10), default=2, show_default=True, metavar="N",
+                     help="Extra tries after a failed LLM request (server error, timeout, malformed reply)."),
+        click.option("--llm-replay", metavar="FILE", help="Answer from a recorded transcript instead of a server."),
+        click.option("--llm-transcript", metavar="FILE", help="Write the LLM exchanges here (replay them with --llm-replay)."),
+    )):
+        func = option(func)
+    return func
+
+
+def build_llm(proposer: str, model: str | None, base_url: str | None, timeout_s: float, retries: int,
+              replay: str | None) -> Any:
+    """The LLM proposer for --proposer llm/both, or None; its modules (and the SDK) load only then."""
+    if proposer == "builtin":
+        if model or base_url or replay:
+            raise SwzcError("--model, --base-url and --llm-replay go with --proposer llm or both")
+        return None
+    from swzc.llm.client import ChatClient, ReplayClient, settings_from
+    from swzc.llm.proposer import LlmProposer
+
+    if replay:
+        if model or base_url:
+            raise SwzcError("--llm-replay answers from its file: it does not go with --model or --base-url")
+        client: Any = ReplayClient(replay)
+    elif not model:
+        raise SwzcError(f"--proposer {proposer} needs --model NAME (and --base-url for a server other than OpenAI's), "
+                        "or --llm-replay FILE")
+    else:
+        client = ChatClient(settings_from(model, base_url, timeout_s, retries))
+    return LlmProposer(client, fall_back=proposer == "both")
+
+
 def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None) -> tuple[CompileContext, list[str]]:
     """The compilation database's flags for FILE (never run), then the command line's."""
     notes: list[str] = []
@@ -168,7 +211,9 @@ def main() -> None:
               help="Check and time each candidate on the local GPU and keep only a measured win. This builds FILE "
                    "and runs its kernel and static initialisers (default: off; --bench-cmd turns it on).")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Candidates the benchmark tries per kernel, best predicted first.")
+              help="Candidates each proposer offers per kernel: the benchmark's tries of the family, best predicted "
+                   "first, and the LLM's requests.")
+@llm_options
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
 @click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
 @click.option("--bench-cmd", metavar="CMD", help="Benchmark with your own program instead of the generated harness: a shell "
@@ -188,13 +233,18 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
             report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, time_regex: str,
             check_regex: str, compile_flags: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
-            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
+            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
+            proposer: str, llm_model: str | None, base_url: str | None, llm_timeout: float, llm_retries: int,
+            llm_replay: str | None, llm_transcript: str | None) -> None:
     """Give each kernel in FILE a block swizzle; write the result and/or a patch."""
     if output and in_place:
         raise SwzcError("use either -o/--output or --in-place, not both")
     if output == STDOUT and patch_out == STDOUT:
         raise SwzcError("-o - and --patch - would both write to stdout")
-    outputs.check(file, _rewrite_outputs(file, output, in_place, patch_out, report))
+    outputs.check(file, _rewrite_outputs(file, output, in_place, patch_out, report, llm_transcript))
+    if llm_transcript and proposer == "builtin":
+        raise SwzcError("--llm-transcript goes with --proposer llm or both")
+    llm = build_llm(proposer, llm_model, base_url, llm_timeout, llm_retries, llm_replay)
     program = None
     if bench_cmd:
         for pattern in (time_regex, check_regex):
@@ -214,15 +264,19 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
                       context=context, facts=parse_launch_facts(grids, blocks),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
-                      launch_spec=launch_spec, program=program)
+                      launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)
     if bench:
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("benchmarking", total=None)
 
             def progress(text: str) -> None:  # "kernel: candidate (n/N)"
-                done, _, total = text.rpartition("(")[2].rstrip(")").partition("/")
-                bar.update(task, description=f"benchmarking {text.rpartition(' (')[0]}", completed=int(done) - 1, total=int(total))
+                counted = re.search(r" \((\d+)/(\d+)\)$", text)
+                if counted is None:
+                    bar.update(task, description=f"benchmarking {text}")
+                    return
+                bar.update(task, description=f"benchmarking {text[: counted.start()]}", completed=int(counted[1]) - 1,
+                           total=int(counted[2]))
 
             with input_limit(max_bytes):
                 result = rewrite_file(file, replace(options, progress=progress))
@@ -232,11 +286,17 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     patch = result.patch.encode("utf-8", "surrogateescape")
     writes = [(out, patch if out.option == "--patch" else result.new)
               for out in _rewrite_outputs(file, output, in_place and result.changed, patch_out, None)]
-    if report and result.benchmarked:
-        meta = {"file": result.path, "hw": result.hw, "device": gpu_name(), "date": time.strftime("%Y-%m-%d")}
+    if report and (result.benchmarked or result.searches):
+        meta = {"file": result.path, "hw": result.hw, "device": gpu_name() if result.benchmarked else "none (not benchmarked)",
+                "date": time.strftime("%Y-%m-%d"), "proposer": proposer}
         json_out, md_out = _rewrite_outputs(file, None, False, None, report)
-        writes += [(json_out, report_json(list(result.bench), meta).encode()),
-                   (md_out, report_markdown(list(result.bench), meta).encode())]
+        writes += [(json_out, search_report_json(result, meta).encode()),
+                   (md_out, search_report_markdown(result, meta).encode())]
+    if llm_transcript:
+        from swzc.llm.client import transcript_json
+
+        writes.append((Output("--llm-transcript", llm_transcript),
+                       transcript_json([e for t in result.transcripts for e in t.exchanges]).encode()))
     outputs.write_together(file, writes)
     to_stdout = output == STDOUT or patch_out == STDOUT
     patch_note = header_path(file)[1] if patch_out and result.changed else ""
@@ -254,12 +314,13 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
 
 
 def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: str | None,
-                     report: str | None) -> list[Output]:
+                     report: str | None, transcript: str | None = None) -> list[Output]:
     """The files `rewrite` writes (stdout is not one)."""
     found = [Output("-o", output)] if output and output != STDOUT else []
     found += [Output("--in-place", file)] if in_place else []
     found += [Output("--patch", patch_out)] if patch_out and patch_out != STDOUT else []
     found += [Output("--report", report + ".json"), Output("--report", report + ".md")] if report else []
+    found += [Output("--llm-transcript", transcript)] if transcript else []
     return found
 
 
@@ -291,6 +352,12 @@ def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "") -> s
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
+    for search in result.searches:
+        if not any(t.proposer == "llm" for t in search.history):
+            continue
+        lines.append(f"  candidates for {search.kernel}:")
+        for t in search.history:
+            lines.append(f"      {t.name} ({t.proposer}): {t.status}: {t.detail.splitlines()[0] if t.detail else ''}")
     if patch_note:
         lines.append(f"  note: {patch_note}")
     if result.changed and not result.benchmarked:
@@ -332,6 +399,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
         ],
         "syntax_errors": _syntax_json(result.syntax_errors),
         "notes": list(result.notes),
+        "searches": json.loads(search_report_json(result, {}))["searches"],
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
                                                          "detail": result.compile.detail},
         "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},

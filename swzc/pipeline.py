@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from swzc import hw as hwmodels
 from swzc import source
 from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope, prepared
-from swzc.bench import KernelBench, bench_kernel
+from swzc.bench import Bencher, KernelBench
 from swzc.compile import CompileReport, compile_check
 from swzc.edits import rewrite
 from swzc.errors import ExitCode, SwzcError
@@ -27,16 +28,25 @@ from swzc.patch import patch_from_edits
 from swzc.preprocess import CompileContext, refine
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
-from swzc.rank import Ranking, rank
-from swzc.swizzles import SwizzleSpec, parse_spec
+from swzc.proposers import BuiltinProposer, KernelTask, Proposed, Proposer, Tried, search
+from swzc.rank import MARGIN_POINTS, Ranking, rank
+from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 
-EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
+if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LLM is asked for
+    from swzc.llm.proposer import Transcript
+
+
+
+@dataclass(frozen=True)
+class KernelSearch:
+    kernel: str
+    history: tuple[Tried, ...]
 
 
 @dataclass(frozen=True)
 class Options:
     hw: HardwareModel
-    swizzle: SwizzleSpec | None = None  # None: the L2 model's choice (or the measured one with bench)
+    swizzle: Formula | None = None  # None: the proposers' choice (the L2 model's, or the measured one with bench)
     bindings: Mapping[str, Value] = field(default_factory=dict)
     compile: bool = True
     compile_flags: tuple[str, ...] = ()
@@ -46,12 +56,16 @@ class Options:
     rounds: int = 30  # timed rounds per candidate
     program: ProgramBench | None = None  # time the user's own program instead of the generated harness
     progress: Callable[[str], None] | None = None
-    only: Mapping[int, SwizzleSpec] | None = None  # kernel index -> swizzle; other kernels are left alone
+    only: Mapping[int, Formula] | None = None  # kernel index -> formula; other kernels are left alone
     declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
     notes: Mapping[int, str] = field(default_factory=dict)  # kernel index -> how its swizzle was chosen
     ranked: Mapping[int, Ranking | str] | None = None  # the L2 model's rankings, where already computed
     context: CompileContext = field(default_factory=CompileContext)  # include folders and defines of the build
     facts: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)  # launches given by hand or observed
+    proposer: str = "builtin"  # where candidates come from: "builtin", "llm" or "both" (swzc.proposers)
+    llm: Proposer | None = None  # the LLM proposer, with its client (live or a recorded transcript)
+    chosen: Mapping[int, Formula] = field(default_factory=dict)  # kernel index -> formula chosen by a search
+    searches: tuple[KernelSearch, ...] = ()  # histories of searches already made (carried into the result)
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,8 @@ class RewriteResult:
     benchmarked: bool = False
     syntax_errors: tuple[source.SyntaxIssue, ...] = ()  # parts of the input tree-sitter could not parse, tolerated
     notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a missing header, a limit)
+    searches: tuple[KernelSearch, ...] = ()  # every candidate each kernel's proposers offered, and its fate
+    transcripts: tuple[Transcript, ...] = ()  # the LLM exchanges, per kernel
 
     @property
     def changed(self) -> bool:
@@ -226,73 +242,152 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
     src, analysis = analyze_file(path, options.bindings, options.context, options.facts)
     if options.bench:
         return rewrite_benchmarked(src, analysis, options)
-    return rewrite_source(src, analysis, options)
+    options = choose_by_model(src, analysis, options)
+    result = rewrite_source(src, analysis, options)
+    return replace(result, searches=options.searches, transcripts=_transcripts(options, options.searches))
 
 
 def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options,
                         kernels: set[int] | None = None) -> RewriteResult:
     """The acceptance loop for every kernel that can be swizzled (or those in `kernels`), then the rewrite
-    with what it accepted.  With the user's own program, it is run once first under a launch interposer,
-    and each kernel is ranked and proven with the launches it really made."""
+    with what it accepted.  Each kernel's proposers (the built-in family, the LLM, or both) offer
+    candidates one at a time into one history; each is proven and measured (swzc.proposers.search).  With
+    the user's own program, it is run once first under a launch interposer, and each kernel is ranked and
+    proven with the launches it really made."""
     observed: tuple[str, ...] = ()
     if options.program is not None:
         analysis, observed = with_observed_launches(src, analysis, options.program)
     ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
-    only: dict[int, SwizzleSpec] = {}
+    chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
     benches = []
-    exploring: set[int] = set()
+    searches: list[KernelSearch] = []
     for index in range(len(analysis.kernels)):
         if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
             continue
         ranking = ranked.get(index)
+        task = KernelTask(src, analysis, index, options.hw, ranking, options.bindings, measured=True)
         if options.swizzle is not None:
             forced = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
             if isinstance(forced, Decision):  # the swizzle does not fit this kernel: nothing to measure
                 declined[index] = forced.reason
                 continue
-            candidates = [(options.swizzle.name, None)]
-        elif isinstance(ranking, Ranking):
-            if ranking.chosen is None:
-                # The L2 model sees no gain, but it is blind to DRAM-side effects (write locality): spend one
-                # measured try on the transposed raster of a tile grid, which won on the H200's transpose.
-                explore = next((p for p in ranking.predictions if p.candidate == EXPLORE), None)
-                if explore is None:
-                    declined[index] = ranking.reason
-                    continue
-                candidates = [(explore.candidate, explore.l2_hit_rate)]
-                exploring.add(index)
-            else:
-                floor = ranking.identity.l2_hit_rate
-                candidates = [(p.candidate, p.l2_hit_rate) for p in ranking.predictions
-                              if p.candidate != "identity" and p.l2_hit_rate > floor][: options.max_iterations]
-        else:  # the model cannot rank: measure a spread of the family, not one default
-            spread = block_swizzle.family(analysis.kernels[index], options.hw)
-            if not spread:  # the pass says why nothing applies
-                declined[index] = block_swizzle.propose(analysis, index, options.hw, None, ranking).reason  # type: ignore[union-attr]
+            proposers: list[Proposer] = [Forced(options.swizzle)]
+        else:
+            proposers = _proposers(options)
+            if options.proposer == "builtin" and not BuiltinProposer().candidates(task):
+                declined[index] = _nothing_to_measure(analysis, index, options.hw, ranking)
                 continue
-            candidates = [(spec.name, None) for spec in spread[: options.max_iterations]]
 
-        def rewrite_one(spec: SwizzleSpec, index: int = index) -> bytes:
-            single = replace(options, bench=False, compile=False, only={index: spec}, declined={}, notes={})
+        def rewrite_one(formula: Formula, index: int = index) -> bytes:
+            single = replace(options, bench=False, compile=False, only={index: formula}, declined={}, notes={})
             return rewrite_source(src, analysis, single).new
 
         try:
-            result = bench_kernel(src, analysis, index, rewrite_one, candidates, options.hw,
-                                  options.launch_spec, options.rounds, progress=options.progress, program=options.program)
+            bencher = Bencher(src, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
+                              progress=options.progress, program=options.program)
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
+
+        def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
+            a = bencher.measure(formula, predicted, position)
+            status = "accepted" if a.accepted else "measured" if a.speedup is not None else "rejected"
+            detail = a.reason if a.speedup is None else (f"measured {a.speedup:.3f}x" + (f", {a.l2_hit_rate:.1f} % L2 hits"
+                                                          if a.l2_hit_rate is not None else "") + f": {a.reason}")
+            return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
+
+        history = search(task, proposers, options.max_iterations, measure)
+        searches.append(KernelSearch(analysis.kernels[index].name, tuple(history)))
+        if not bencher.attempts:
+            declined[index] = _nothing_to_measure(analysis, index, options.hw, ranking, history)
+            continue
+        result = bencher.result()
         benches.append(result)
-        model = f"{ranked[index].reason}; the transposed raster was measured anyway: " if index in exploring else ""  # type: ignore[union-attr]
+        exploring = isinstance(ranking, Ranking) and ranking.chosen is None
+        model = f"{ranking.reason}; the transposed raster was measured anyway: " if exploring else ""  # type: ignore[union-attr]
         if result.chosen is not None:
-            only[index] = parse_spec(result.chosen)
+            chosen[index] = next(t.formula for t in history if t.name == result.chosen and t.formula is not None)
             notes[index] = model + result.reason
         else:
             declined[index] = model + result.reason
-    final = rewrite_source(src, analysis, replace(options, bench=False, only=only, declined=declined, notes=notes, ranked=ranked))
-    return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes))
+    final = rewrite_source(src, analysis, replace(options, bench=False, only=chosen, declined=declined, notes=notes, ranked=ranked))
+    return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes), searches=tuple(searches),
+                   transcripts=_transcripts(options, searches))
+
+
+class Forced:
+    """--swizzle: the one formula the user named."""
+
+    name = "user"
+
+    def __init__(self, formula: Formula) -> None:
+        self.formula = formula
+
+    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
+        return None if history else Proposed(self.name, self.formula)
+
+
+def _proposers(options: Options) -> list[Proposer]:
+    chosen: list[Proposer] = []
+    if options.proposer in ("builtin", "both"):
+        chosen.append(BuiltinProposer())
+    if options.proposer in ("llm", "both"):
+        if options.llm is None:
+            raise SwzcError(f"--proposer {options.proposer} needs an LLM: give --model (and --base-url), or --llm-replay FILE")
+        chosen.append(options.llm)
+    return chosen
+
+
+def _nothing_to_measure(analysis: FileAnalysis, index: int, hw: HardwareModel, ranking: Ranking | str | None,
+                        history: Sequence[Tried] = ()) -> str:
+    """Why no candidate of a kernel was measured: what the model said, or what the pass says of the family."""
+    rejected = [f"{t.name}: {t.detail}" for t in history if t.status == "rejected"]
+    tail = f"; rejected: {'; '.join(rejected[:3])}" if rejected else ""
+    if isinstance(ranking, Ranking):
+        return ranking.reason + tail
+    got = block_swizzle.propose(analysis, index, hw, None, ranking)
+    return (got.reason if isinstance(got, Decision) else "no candidate to measure") + tail
+
+
+def _transcripts(options: Options, searches: Sequence[KernelSearch]) -> tuple[Transcript, ...]:
+    transcripts = getattr(options.llm, "transcripts", None)  # the LLM proposer keeps its exchanges
+    return transcripts({s.kernel: s.history for s in searches}) if transcripts is not None else ()
+
+
+def choose_by_model(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> Options:
+    """Without a GPU, an LLM's proven candidates are judged by the L2 model alone: one is chosen when its
+    predicted hit rate beats identity by the margin and, under `both`, the built-in family's best.  Where
+    the model cannot rank a kernel, nothing would judge the LLM's candidates: it is not asked."""
+    if options.proposer == "builtin" or options.swizzle is not None:
+        return options
+    ranked = dict(options.ranked) if options.ranked is not None else rank_kernels(src, analysis, options.hw, options.bindings)
+    chosen = dict(options.chosen)
+    declined = dict(options.declined)
+    notes = dict(options.notes)
+    searches: list[KernelSearch] = []
+    llm = _proposers(replace(options, proposer="llm"))
+    for index, ranking in ranked.items():
+        if not isinstance(ranking, Ranking) or block_swizzle.refusal(analysis, index) is not None:
+            continue
+        task = KernelTask(src, analysis, index, options.hw, ranking, options.bindings, measured=False)
+        history = search(task, llm, options.max_iterations)
+        searches.append(KernelSearch(analysis.kernels[index].name, tuple(history)))
+        best = max((t for t in history if t.predicted is not None), key=lambda t: t.predicted or 0.0, default=None)
+        floor = ranking.identity.l2_hit_rate + MARGIN_POINTS
+        builtin = ranking.predictions[0] if options.proposer == "both" and ranking.chosen else None
+        if best is not None and best.predicted is not None and best.predicted >= floor and (
+                builtin is None or best.predicted > builtin.l2_hit_rate):
+            assert best.formula is not None
+            chosen[index] = best.formula
+            notes[index] = f"the LLM's {best.name}, {best.detail}"
+        elif options.proposer == "llm":
+            tried = f"best {best.name} at {best.predicted:.1f} %" if best is not None and best.predicted is not None else "none proven"
+            declined[index] = (f"no LLM candidate beats identity ({ranking.identity.l2_hit_rate:.1f} %) by {MARGIN_POINTS:g} "
+                               f"points in the L2 model: {tried} after {len(history)} attempt(s)")
+    return replace(options, ranked=ranked, chosen=chosen, declined=declined, notes=notes,
+                   searches=(*options.searches, *searches))
 
 
 def with_observed_launches(src: source.SourceFile, analysis: FileAnalysis, program: ProgramBench) -> tuple[FileAnalysis, tuple[str, ...]]:
@@ -332,7 +427,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
         if selecting and index not in options.only:  # type: ignore[operator]
             decisions[index] = block_swizzle.refusal(analysis, index) or Decision(index, "untouched", "not selected")
             continue
-        requested = options.only[index] if selecting else options.swizzle  # type: ignore[index]
+        requested = options.only[index] if selecting else options.chosen.get(index, options.swizzle)  # type: ignore[index]
         got = block_swizzle.propose(analysis, index, options.hw, requested, ranked.get(index))
         if isinstance(got, Proposal) and index in options.notes:
             got = replace(got, note=options.notes[index])

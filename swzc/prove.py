@@ -11,6 +11,7 @@ import atexit
 import functools
 import hashlib
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -46,6 +47,31 @@ static uint3 apply(int which, unsigned bx, unsigned by, unsigned bz, unsigned gx
   switch (which) {
 %s  }
   return make_uint3(~0u, ~0u, ~0u);
+}
+
+// A collision, said in full: the earlier block with the same image, and a block that nothing maps to (it
+// exists: as many blocks as places, and two share one).  `seen` holds the images of the blocks before `bx`.
+static void collision(int which, unsigned bx, unsigned by, unsigned bz, uint3 r, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned n, std::vector<unsigned char>& seen) {
+  uint3 first = make_uint3(~0u, ~0u, ~0u);
+  for (unsigned z = 0; z < gz && first.x == ~0u; ++z)
+    for (unsigned y = 0; y < gy && first.x == ~0u; ++y)
+      for (unsigned x = 0; x < gx; ++x) {
+        const uint3 q = apply(which, x, y, z, gx, gy, n);
+        if (q.x == r.x && q.y == r.y && q.z == r.z) { first = make_uint3(x, y, z); break; }
+      }
+  const unsigned long long start = ((unsigned long long)bz * gy + by) * gx + bx + 1;
+  const unsigned long long total = (unsigned long long)gx * gy * gz;
+  for (unsigned long long i = start; i < total; ++i) {  // the rest, to find a place no block reaches
+    const uint3 q = apply(which, (unsigned)(i %% gx), (unsigned)(i / gx %% gy), (unsigned)(i / gx / gy), gx, gy, n);
+    if (q.x < gx && q.y < gy && q.z < gz) seen[((size_t)q.z * gy + q.y) * gx + q.x] = 1;
+  }
+  unsigned long long missing = 0;
+  while (missing < total && seen[missing]) ++missing;
+  std::printf("fail blocks (%%u,%%u,%%u) and (%%u,%%u,%%u) both map to (%%u,%%u,%%u)", first.x, first.y, first.z, bx, by, bz, r.x, r.y, r.z);
+  if (missing < total)
+    std::printf("; nothing maps to (%%u,%%u,%%u)", (unsigned)(missing %% gx), (unsigned)(missing / gx %% gy), (unsigned)(missing / gx / gy));
+  std::printf("\\n");
 }
 
 // stdin: lines "p which gx gy gz n" (prove: one line out, "ok <identity 0/1>" or "fail <why>") or
@@ -90,7 +116,7 @@ int main() {
           }
           const size_t at = ((size_t)r.z * gy + r.y) * gx + r.x;
           if (seen[at]) {
-            std::printf("fail block (%%u,%%u,%%u) maps to (%%u,%%u,%%u), which another block already has\\n", bx, by, bz, r.x, r.y, r.z);
+            collision(which, bx, by, bz, r, gx, gy, gz, n, seen);
             ok = false;
             break;
           }
@@ -166,9 +192,23 @@ class Prover:
         weakref.finalize(self, os.close, self.fd)
 
     def run(self, request: bytes) -> subprocess.CompletedProcess:
-        if _BY_DESCRIPTOR:
-            return subprocess.run([f"/proc/self/fd/{self.fd}"], input=request, capture_output=True, pass_fds=(self.fd,))
-        return subprocess.run([self.where], input=request, capture_output=True)
+        """Run it on `request`; a run past RUN_TIMEOUT_S or RUN_MEMORY_BYTES is a failure (a body from outside
+        the family, bounded as it is, must still not tie swzc up)."""
+        command = [f"/proc/self/fd/{self.fd}"] if _BY_DESCRIPTOR else [self.where]
+        try:
+            return subprocess.run(command, input=request, capture_output=True, pass_fds=(self.fd,) if _BY_DESCRIPTOR else (),
+                                  timeout=RUN_TIMEOUT_S, preexec_fn=_limit_memory)
+        except subprocess.TimeoutExpired:
+            raise SwzcError(f"the swizzle prover did not finish in {RUN_TIMEOUT_S} s", ExitCode.CHECK_FAILED) from None
+
+
+RUN_TIMEOUT_S = 120
+RUN_MEMORY_BYTES = 4 << 30  # the proof of the largest enumerated grid needs 64 MiB of marks; the rest is slack
+
+
+def _limit_memory() -> None:
+    """In the prover's child process, before it starts: cap its address space."""
+    resource.setrlimit(resource.RLIMIT_AS, (RUN_MEMORY_BYTES, RUN_MEMORY_BYTES))
 
 
 @functools.cache

@@ -8,13 +8,18 @@ their chiplet, then groups rows.  An *adapter* turns the hardware block index in
 - ``1d``: a 1D grid that the kernel decodes as ``row = blockIdx.x / n``, ``col = blockIdx.x % n``.
 - ``linear``: a 1D grid with no tile structure (only chiplet steps apply).
 
+A candidate order (a *formula*) is either a chain of these steps (`SwizzleSpec`) or a function body that
+came from outside the family, an LLM's, once swzc.llm.restrict has passed it (`CustomSwizzle`).  Both give
+the same things to the rest of swzc: a name, the device function per adapter, and the C++ it needs.
+
 The C++ text produced here is what the host prover compiles and what the rewrite splices in: one text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ADAPTERS = ("2d", "1d", "linear")
 
@@ -190,8 +195,95 @@ def parse_spec(text: str) -> SwizzleSpec:
     return SwizzleSpec(tuple(steps))
 
 
-def cxx_library(uses: list[tuple[SwizzleSpec, str]]) -> str:
-    """The formulas and adapters that a set of (spec, adapter) pairs needs, each once, in a stable order."""
+# How a custom body sees the blocks, whatever the adapter: a tile grid of grid.x columns and grid.y rows
+# (grid.z == 1), `block` the tile at a dispatch position (row-major: p = block.y * grid.x + block.x), and
+# the result the tile that position computes.
+CUSTOM_SIGNATURE = "uint3 {name}(const uint3 block, const uint3 grid)"
+# In the compiled text every variable of a checked body, the two parameters included, carries this prefix
+# (swzc.llm.restrict): the user's macros cannot reach names swzc reserves.
+VARIABLE_PREFIX = "swzc_v_"
+_COMPILED_SIGNATURE = f"uint3 {{name}}(const uint3 {VARIABLE_PREFIX}block, const uint3 {VARIABLE_PREFIX}grid)"
+
+_CUSTOM_ADAPTER = {
+    "2d": (
+        "  if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);"
+        "  // ids past 32 bits: keep the hardware order\n"
+        "  const uint3 t = {fn}(make_uint3(bx, by, 0u), make_uint3(gx, gy, 1u));\n"
+        "  return make_uint3(t.x, t.y, bz);\n"
+    ),
+    "1d": (
+        "  if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order\n"
+        "  const uint3 t = {fn}(make_uint3(bx % n, bx / n, 0u), make_uint3(n, gx / n, 1u));\n"
+        "  const unsigned long long id = (unsigned long long)t.y * n + t.x;\n"
+        "  return make_uint3(t.x < n && id < gx ? (unsigned)id : gx, by, bz);  // outside the tiling: out of range\n"
+    ),
+    "linear": (
+        "  const uint3 t = {fn}(make_uint3(bx, 0u, 0u), make_uint3(gx, 1u, 1u));\n"
+        "  return make_uint3(t.y == 0u ? t.x : gx, by, bz);  // a second row does not exist: out of range\n"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class CustomSwizzle:
+    """An order given as the body of `CUSTOM_SIGNATURE` (an LLM's), already restricted to swzc's safe subset
+    (swzc.llm.restrict).  Its name carries a hash of the body, so two bodies never share a function."""
+
+    label: str  # the name it was given: [A-Za-z0-9_.:-], checked by its producer
+    body: str  # the checked body, as it is compiled (its variables prefixed: block is swzc_v_block)
+    source: str = field(default="", compare=False)  # the body as it was written, for people and the model
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,40}", self.label):
+            raise ValueError(f"a custom swizzle's label must be 1-40 of [A-Za-z0-9_.:-], not {self.label!r}")
+
+    steps = ()  # no built-in steps
+    is_identity = False  # only the proof can tell
+    needs_tiles = False  # the body sees a one-row tile grid on a 1D grid
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.body.encode()).hexdigest()[:10]
+
+    @property
+    def name(self) -> str:
+        return f"custom:{self.label}#{self.key}"
+
+    @property
+    def body_function(self) -> str:
+        return f"swzc_custom_{self.key}"
+
+    def function_name(self, adapter: str) -> str:
+        return f"{self.body_function}_{adapter}"
+
+    def definition(self) -> str:
+        """The body's own function."""
+        indented = "".join(f"  {line}\n" if line.strip() else "\n" for line in self.body.strip("\n").splitlines())
+        return (f"// {self.name}: proposed outside the built-in family, restricted to integer arithmetic and proven.\n"
+                f"static __device__ __forceinline__ {_COMPILED_SIGNATURE.format(name=self.body_function)} {{\n{indented}}}\n")
+
+    def adapter_cxx(self, adapter: str) -> str:
+        params = _ADAPTER_HEAD[adapter][0]
+        return (f"// {self.name} {_ADAPTER_DOC[adapter]}.\n"
+                f"static __device__ __forceinline__ uint3 {self.function_name(adapter)}({params}) {{\n"
+                f"{_CUSTOM_ADAPTER[adapter].format(fn=self.body_function)}}}\n")
+
+
+Formula = SwizzleSpec | CustomSwizzle  # a candidate order, whatever proposed it
+
+
+def cxx_library(uses: list[tuple[Formula, str]]) -> str:
+    """The formulas and adapters that a set of (formula, adapter) pairs needs, each once, in a stable order."""
     kinds = sorted({step.kind for spec, _ in uses for step in spec.steps})
+    customs = sorted({spec for spec, _ in uses if isinstance(spec, CustomSwizzle)}, key=lambda c: c.key)
     adapters = sorted(set(uses), key=lambda use: use[0].function_name(use[1]))
-    return "".join(FORMULAS[kind] for kind in kinds) + "".join(spec.adapter_cxx(adapter) for spec, adapter in adapters)
+    helpers = MIN_MAX_CXX if customs else ""
+    return ("".join(FORMULAS[kind] for kind in kinds) + helpers + "".join(c.definition() for c in customs)
+            + "".join(spec.adapter_cxx(adapter) for spec, adapter in adapters))
+
+
+# min and max for custom bodies, under names of swzc's own (a file may define its own min and max).
+MIN_MAX_CXX = """\
+static __device__ __forceinline__ unsigned long long swzc_min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static __device__ __forceinline__ unsigned long long swzc_max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+"""

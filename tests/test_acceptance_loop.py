@@ -5,7 +5,7 @@ import pytest
 
 from swzc import pipeline
 from swzc.analysis import analyze
-from swzc.bench import KernelBench
+from swzc.bench import Attempt, KernelBench
 from swzc.errors import SwzcError
 from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
 from swzc.source import load_bytes
@@ -40,21 +40,37 @@ FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilb
 
 @pytest.fixture
 def measured(monkeypatch):
-    """bench_kernel replaced: it records what it was asked to measure and accepts the last candidate."""
+    """The Bencher replaced: it records what it was asked to measure and accepts every candidate, keeping the
+    last (none for a kernel in `slower`); a kernel in `failing` cannot be benchmarked at all."""
     asked = {}
-
-    def bench_kernel(src, analysis, index, rewrite_one, candidates, hw, launch_spec, rounds, progress=None, program=None):
-        name = analysis.kernels[index].name
-        asked[name] = {"candidates": list(candidates), "rounds": rounds, "text": rewrite_one(pipeline.parse_spec(candidates[-1][0]))}
-        if name in failing:
-            raise SwzcError("no launch spec for it")
-        chosen = candidates[-1][0] if name not in slower else None
-        return KernelBench(name, analysis.kernels[index].line, (), chosen, f"measured {name}",
-                           status="accepted" if chosen else "not faster")
-
     failing: set[str] = set()
     slower: set[str] = set()
-    monkeypatch.setattr(pipeline, "bench_kernel", bench_kernel)
+
+    class Bencher:
+        def __init__(self, src, analysis, index, rewrite, hw, spec_file=None, rounds=30, progress=None, program=None):
+            self.kernel = analysis.kernels[index]
+            self.rewrite = rewrite
+            self.attempts = []
+            if self.kernel.name in failing:
+                raise SwzcError("no launch spec for it")
+            asked[self.kernel.name] = {"candidates": [], "rounds": rounds, "text": None}
+
+        def measure(self, formula, predicted, position=""):
+            mine = asked[self.kernel.name]
+            mine["candidates"].append((formula.name, predicted))
+            mine["text"] = self.rewrite(formula)
+            faster = self.kernel.name not in slower
+            attempt = Attempt(formula.name, predicted, True, faster, 1.2 if faster else 0.9, 1.1 if faster else 0.8, 0.01,
+                              1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster")
+            self.attempts.append(attempt)
+            return attempt
+
+        def result(self):
+            chosen = self.attempts[-1].candidate if self.attempts and self.kernel.name not in slower else None
+            return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen, f"measured {self.kernel.name}",
+                               status="accepted" if chosen else "not faster")
+
+    monkeypatch.setattr(pipeline, "Bencher", Bencher)
     return asked, failing, slower
 
 
@@ -148,3 +164,48 @@ def test_rewrite_file_benchmarks_only_when_asked(tmp_path, measured):
     result = rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False))
     assert asked == {} and not result.benchmarked
     assert rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False, bench=True)).benchmarked and asked
+
+
+class ScriptedClient:
+    """An LLM client that answers from a list of bodies, recording what it was asked."""
+
+    def __init__(self, bodies):
+        self.bodies = list(bodies)
+        self.asked = []
+
+    def ask(self, messages):
+        from swzc.llm.client import Exchange, SwizzleReply
+
+        self.asked.append(messages)
+        body = self.bodies.pop(0)
+        reply = SwizzleReply(name=f"try-{len(self.asked)}", expectation="shares B", lessons="", body=body)
+        return reply, Exchange(tuple(messages), body, reply.model_dump(), None, "replay", 1, None, None, 0.0)
+
+
+GROUPED_4 = """const unsigned G = 4u;
+const unsigned p = block.y * grid.x + block.x;
+const unsigned first_row = p / (G * grid.x) * G;
+const unsigned rows = min(grid.y - first_row, G);
+const unsigned k = p % (G * grid.x);
+return make_uint3(k / rows, first_row + k % rows, 0u);"""
+
+
+def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_and_see_their_results(measured):
+    from swzc.llm.proposer import LlmProposer
+
+    asked, _, _ = measured
+    client = ScriptedClient(["return make_uint3(block.x + 1u, block.y, 0u);", GROUPED_4])
+    result = run({"max_iterations": 2, "proposer": "both", "llm": LlmProposer(client)}, kernels={0})
+    names = [name for name, _ in asked["gemm"]["candidates"]]
+    assert names[:2] == ABOVE_IDENTITY[:2] and len(names) == 3 and names[2].startswith("custom:try-2#")
+    first_prompt = client.asked[0][1]["content"]
+    assert "grouped:64 (from builtin): accepted: measured 1.200x" in first_prompt  # the family's measured results
+    second_prompt = client.asked[1][1]["content"]
+    assert "custom:try-1#" in second_prompt and "maps out of the grid" in second_prompt
+    (search,) = result.searches
+    assert [(t.proposer, t.status) for t in search.history] == [("builtin", "accepted"), ("builtin", "accepted"),
+                                                                ("llm", "rejected"), ("llm", "accepted")]
+    gemm = outcomes(result)["gemm"]
+    assert gemm.status == "rewritten" and gemm.swizzle.startswith("custom:try-2#")  # the fake keeps the last accepted
+    assert [t.kernel for t in result.transcripts] == ["gemm"] and len(result.transcripts[0].exchanges) == 2
+    assert result.transcripts[0].exchanges[0].verdict.startswith("custom:try-1#") and "rejected" in result.transcripts[0].exchanges[0].verdict

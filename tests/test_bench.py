@@ -398,7 +398,8 @@ def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),),
     monkeypatch.setattr(bench, "build", fake_build)
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
     analysis = analyze(src)
-    result = bench.bench_kernel(src, analysis, 0, lambda spec: src.data, list(candidates), load_hw("h200"), rounds=3)
+    formulas = [(parse_spec(name), rate) for name, rate in candidates]
+    result = bench.bench_kernel(src, analysis, 0, lambda spec: src.data, formulas, load_hw("h200"), rounds=3)
     return result, folders
 
 

@@ -216,11 +216,11 @@ def test_a_program_run_replaces_the_file_s_launches_in_the_benchmarked_rewrite(m
         "cupti", {"gemm": (ObservedLaunch((64, 64, 1), (16, 16, 1), 0, 1, (), (("n", 1024),)),)}))
     seen = {}
 
-    def bench_kernel(src, analysis, index, rewrite_one, candidates, hw, spec, rounds, progress=None, program=None):
+    def bencher(src, analysis, index, rewrite_one, hw, spec, rounds, progress=None, program=None):
         seen["grid"] = analysis.kernels[index].launches[0].grid
         raise SwzcError("stop here")
 
-    monkeypatch.setattr(pipeline, "bench_kernel", bench_kernel)
+    monkeypatch.setattr(pipeline, "Bencher", bencher)
     src = load_bytes("prog.cu", RUNTIME.encode())
     result = pipeline.rewrite_benchmarked(src, analyze(src), Options(hw=load_hw("h200"), compile=False, bench=True,
                                                                      program=ProgramBench("./prog")))

@@ -69,12 +69,12 @@ def test_benchmarking_is_off_by_default_even_with_a_gpu(work, monkeypatch):
     """The benchmark builds the input into a library and runs it: never without --bench or --bench-cmd."""
     called = []
 
-    def bench_kernel(*args, **kwargs):
+    def bencher(*args, **kwargs):
         called.append(args)
         raise AssertionError("the benchmark ran without being asked for")
 
     monkeypatch.setattr(cli_module, "gpu_present", lambda: True)
-    monkeypatch.setattr("swzc.pipeline.bench_kernel", bench_kernel)
+    monkeypatch.setattr("swzc.pipeline.Bencher", bencher)
     result = invoke("rewrite", "k.cu", "--no-compile", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -86,12 +86,12 @@ def test_bench_on_the_command_line_still_benchmarks(work, monkeypatch):
 
     called = []
 
-    def bench_kernel(*args, **kwargs):
+    def bencher(*args, **kwargs):
         called.append(args)
         raise SwzcError("no harness in this test", ExitCode.CHECK_FAILED)
 
     monkeypatch.setattr(cli_module, "gpu_present", lambda: True)
-    monkeypatch.setattr("swzc.pipeline.bench_kernel", bench_kernel)
+    monkeypatch.setattr("swzc.pipeline.Bencher", bencher)
     result = invoke("rewrite", "k.cu", "--no-compile", "--json", "--bench")
     assert called and json.loads(result.stdout)["benchmarked"] is True
 

@@ -232,3 +232,91 @@ def test_a_local_of_the_block_index_changed_inside_the_loop_is_refused():
 def test_a_statement_that_changes_the_loop_variable_is_reported_once_not_also_as_combining():
     assert [reason.split(":")[0] for _, reason in rules_and_reasons(loop("o[t] = 1; t = t + blockIdx.x;"))] == [
         "the tile loop's variable t is not only stepped by the loop"]
+
+
+# ---- edges: every refusal under its rule, code with no spaces, and what only some nodes decide ----------
+
+@pytest.mark.parametrize("body, start", [
+    ("o[t] = 1; t += 1;", "the tile loop's variable t is not only stepped by the loop"),
+    ("o[t] = 1; T = T - 1;", "the tile count 'T' changes inside the tile loop (line 3)"),
+    ("o[t] = 1; int s, t; s = 0;", "line 3 declares another t inside the tile loop"),
+    ("o[t] = TILE_OF;", "macro TILE_OF reads the tile loop's variable t"),
+])
+def test_each_refusal_inside_the_loop_is_a_tile_loop_hazard(body, start):
+    code = "#define TILE_OF (t * 2)\n" + loop(body)
+    found = rules_and_reasons(code)
+    assert found and all(rule == "tile-loop" for rule, _ in found)
+    assert found[0][1].startswith(start), found
+
+
+def test_a_count_changed_as_the_loop_s_only_statement_is_refused():
+    code = "__global__ void k(float* o, int T) {\n  for (int t = blockIdx.x; t < T; t += gridDim.x) T--;\n}\n"
+    assert rules_and_reasons(code) == [("tile-loop", "the tile count 'T' changes inside the tile loop (line 2)")]
+
+
+def test_a_local_computed_from_the_tile_that_meets_the_block_index_combines_them():
+    ((rule, reason),) = rules_and_reasons(loop("int u = t * 2; o[u + blockIdx.x] = 1;"))
+    assert rule == "tile-loop" and reason.startswith("line 2 combines the tile index t with the block index (blockIdx.x)")
+
+
+def test_a_condition_on_per_block_data_that_decides_a_tile_s_work_combines_them():
+    ((rule, reason),) = rules_and_reasons(loop("if (o[blockIdx.x] > 0) o[t] = 1;"))
+    assert rule == "tile-loop" and "combines the tile index t with the block index" in reason
+
+
+def test_a_return_right_against_the_loop_still_counts_as_before_it():
+    code = loop(before="  if (blockIdx.x == 3) return;").replace("return;  for", "return;for")
+    assert "return;for (" in code
+    assert [reason.split(" (")[0] for _, reason in rules_and_reasons(code)] == ["blocks may return before the tile loop"]
+
+
+def test_a_guard_that_is_not_a_return_before_the_loop_is_fine():
+    assert rules_and_reasons(loop(before="  if (blockIdx.x < 4) o[0] = 1;\n")) == []
+
+
+def test_a_loop_nested_in_a_loop_bounded_by_the_block_index_runs_only_in_some_blocks():
+    code = ("__global__ void k(float* o, int T) {\n  for (int i = 0; i < (int)blockIdx.x; ++i) {\n"
+            "    for (int t = blockIdx.x; t < T; t += gridDim.x) { o[t] = i; }\n  }\n}\n")
+    assert [reason.split(" (")[0] for _, reason in rules_and_reasons(code)] == ["the tile loop runs only in some blocks"]
+
+
+@pytest.mark.parametrize("before", ["  unsigned s, t;", "  unsigned s, t;\n"])
+def test_the_type_comes_from_a_declaration_of_several_names_even_right_against_the_loop(before):
+    code = loop(var="t = blockIdx.x", before=before)
+    analysis, k = kernel_of(code)
+    assert k.tile_loop.index_type == "unsigned" and k.hazards == ()
+
+
+def test_the_whole_block_index_in_a_count_is_refused():
+    code = "__device__ int tiles_of(uint3 b) { return (int)b.y + 4; }\n" + loop(count="tiles_of(blockIdx)")
+    assert any("depends on blockIdx.x or threadIdx" in reason for _, reason in rules_and_reasons(code, "t.cu"))
+
+
+def test_a_loop_variable_divided_by_two_values_is_noted_and_not_decoded():
+    _, k = kernel_of(loop("o[(t / 8) * 64 + t % 4] = 1;"))
+    assert k.tile_loop.decode is None
+    assert "t is divided by different values (8, 4): no single tile decode" in k.notes
+
+
+def test_a_count_from_a_local_of_hip_s_thread_index_is_refused():
+    code = "#include <hip/hip_runtime.h>\n" + loop(count="n", var="int t = hipBlockIdx_x", step="t += hipGridDim_x",
+                                                  before="  const int n = T + hipThreadIdx_x;\n")
+    ((rule, reason),) = rules_and_reasons(code, "t.hip")
+    assert reason.startswith("the tile count 'n' (line 4) depends on blockIdx.x or threadIdx")
+
+
+@pytest.mark.parametrize("count, params", [
+    ("T + XthreadIdx.y", "float* o, int T, Dims XthreadIdx"),
+    ("T + _blockIdx.x", "float* o, int T, Dims _blockIdx"),
+    ("T + _threadIdx.y", "float* o, int T, Dims _threadIdx"),
+    ("T + _blockIdx", "float* o, int T, int _blockIdx"),
+])
+def test_names_that_only_end_like_the_block_or_thread_index_are_not_them(count, params):
+    assert rules_and_reasons("struct Dims { int x, y; };\n" + loop(count=count, params=params)) == []
+
+
+def test_the_last_declaration_before_the_loop_gives_its_type_even_right_against_it():
+    code = loop(var="t = blockIdx.x", before="  { long long t = 0; o[0] = t; }\n  unsigned t;").replace("unsigned t;  for", "unsigned t;for")
+    assert "unsigned t;for (" in code
+    analysis, k = kernel_of(code)
+    assert k.tile_loop.index_type == "unsigned" and k.hazards == ()

@@ -1,0 +1,150 @@
+"""Formulas from outside the built-in family (an LLM's bodies): what the prover says of them, with a
+counterexample a model can act on, and how they are spliced in and ranked like any built-in."""
+
+import pytest
+
+from swzc.analysis import analyze
+from swzc.llm.restrict import check_body
+from swzc.passes import block_swizzle
+from swzc.proposers import KernelTask, Proposed, vet
+from swzc.prove import prove
+from swzc.rank import Ranking, rank
+from swzc.source import load_bytes
+from swzc.swizzles import CustomSwizzle, cxx_library, parse_spec
+
+# Triton's GROUP_M order, written as a model would: G rows per group, columns walked inside the group.
+GROUPED_8 = """\
+const unsigned G = 8u;
+const unsigned p = block.y * grid.x + block.x;
+const unsigned per_group = G * grid.x;
+const unsigned first_row = p / per_group * G;
+const unsigned rows = min(grid.y - first_row, G);
+const unsigned k = p % per_group;
+return make_uint3(k / rows, first_row + k % rows, 0u);
+"""
+
+# The same without the clamp on the last group: wrong whenever G does not divide the rows.
+GROUPED_8_NO_CLAMP = """\
+const unsigned G = 8u;
+const unsigned p = block.y * grid.x + block.x;
+const unsigned per_group = G * grid.x;
+const unsigned first_row = p / per_group * G;
+const unsigned k = p % per_group;
+return make_uint3(k / G, first_row + k % G, 0u);
+"""
+
+# An XCD remap p -> (p % 8) * q + p / 8: right only when 8 divides the block count.
+XCD_NAIVE = """\
+const unsigned total = grid.x * grid.y;
+const unsigned p = block.y * grid.x + block.x;
+const unsigned q = total / 8u;
+const unsigned id = (p % 8u) * q + p / 8u;
+return make_uint3(id % grid.x, id / grid.x, 0u);
+"""
+
+GEMM = """\
+#define TILE 16
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096); }
+"""
+
+
+def custom(label, body):
+    """A formula as swzc makes one from a reply: only once the body passed the safe subset."""
+    checked = check_body(body)
+    assert checked.ok, checked.violations
+    return CustomSwizzle(label, checked.body)
+
+
+def proof_of(body, adapter="2d", shapes=None):
+    (proof,) = prove([(custom("t", body), adapter, shapes)])
+    return proof
+
+
+def test_a_clamped_group_order_is_a_permutation_on_every_sample_grid():
+    proof = proof_of(GROUPED_8)
+    assert proof.ok and proof.sampled and not proof.identity
+
+
+def test_the_group_order_without_its_clamp_is_caught_where_the_last_group_is_short():
+    assert proof_of(GROUPED_8_NO_CLAMP, shapes=((4, 16, 1, 0),)).ok  # 8 divides the rows
+    proof = proof_of(GROUPED_8_NO_CLAMP, shapes=((4, 12, 1, 0),))
+    assert proof.failure == "grid 4x12x1: block (0,9,0) maps out of the grid to (0,12,0)"
+    sampled = proof_of(GROUPED_8_NO_CLAMP)
+    assert not sampled.ok and sampled.sampled
+
+
+def test_the_naive_xcd_remap_passes_when_eight_divides_the_blocks_and_fails_otherwise():
+    assert proof_of(XCD_NAIVE, shapes=((16, 4, 1, 0),)).ok
+    failing = proof_of(XCD_NAIVE, shapes=((5, 3, 1, 0),))
+    assert failing.failure == "grid 5x3x1: blocks (1,0,0) and (3,1,0) both map to (1,0,0); nothing maps to (3,1,0)"
+
+
+def test_the_counterexample_names_both_blocks_and_a_missed_tile():
+    proof = proof_of("return make_uint3(block.x / 2u * 2u, block.y, 0u);", shapes=((4, 2, 1, 0),))
+    assert proof.failure == "grid 4x2x1: blocks (0,0,0) and (1,0,0) both map to (0,0,0); nothing maps to (1,0,0)"
+
+
+def test_out_of_range_results_are_reported_as_such():
+    proof = proof_of("return make_uint3(block.x + 1u, block.y, 0u);", shapes=((4, 2, 1, 0),))
+    assert proof.failure == "grid 4x2x1: block (3,0,0) maps out of the grid to (4,0,0)"
+
+
+@pytest.mark.parametrize("adapter, shape", [("1d", (24, 1, 1, 4)), ("linear", (7, 1, 1, 0))])
+def test_a_body_sees_the_tile_grid_on_every_adapter(adapter, shape):
+    # a transpose-free reversal of the columns is a permutation of any tile grid
+    assert proof_of("return make_uint3(grid.x - 1u - block.x, block.y, 0u);", adapter, (shape,)).ok
+    # a second row on a 1D grid does not exist: out of range
+    assert not proof_of("return make_uint3(block.x, block.y + 1u, 0u);", adapter, (shape,)).ok
+
+
+def test_the_1d_adapter_keeps_the_hardware_order_where_the_grid_is_not_a_tiling():
+    assert proof_of("return make_uint3(grid.x - 1u - block.x, block.y, 0u);", "1d", ((25, 1, 1, 4),)).identity
+
+
+def test_a_custom_formula_is_spliced_once_with_its_helpers_and_an_identity_is_refused():
+    formula = custom("grouped-8", GROUPED_8)
+    library = cxx_library([(formula, "2d"), (formula, "2d"), (parse_spec("grouped:8"), "2d")])
+    assert library.count(f"uint3 {formula.body_function}(const uint3 swzc_v_block, const uint3 swzc_v_grid)") == 1
+    assert library.count("swzc_min(unsigned long long a") == 1 and "swzc_grouped(" in library
+    assert formula.name.startswith("custom:grouped-8#") and formula.function_name("2d") == formula.body_function + "_2d"
+    assert "const unsigned swzc_v_G = 8u;" in library and "G = 8u" not in library.replace("swzc_v_G", "")
+    with pytest.raises(ValueError):
+        CustomSwizzle("bad name\n", "return block;")
+
+
+def test_the_l2_model_ranks_a_custom_formula_like_the_built_in_it_equals():
+    src = load_bytes("g.cu", GEMM.encode())
+    analysis = analyze(src)
+    kernel = analysis.kernels[0]
+    formula = custom("grouped-8", GROUPED_8)
+    ranking = rank(src, kernel, block_swizzle_hw(), {}, [parse_spec("identity"), parse_spec("grouped:8"), formula])
+    assert isinstance(ranking, Ranking)
+    rates = {p.candidate: p.l2_hit_rate for p in ranking.predictions}
+    assert rates[formula.name] == pytest.approx(rates["grouped:8"]) and rates[formula.name] > rates["identity"] + 5
+
+
+def test_vetting_rejects_an_identity_and_a_collision_and_predicts_a_permutation():
+    src = load_bytes("g.cu", GEMM.encode())
+    analysis = analyze(src)
+    hw = block_swizzle_hw()
+    task = KernelTask(src, analysis, 0, hw, rank(src, analysis.kernels[0], hw, {}))
+    same = vet(task, Proposed("llm", custom("same", "return block;")))
+    assert same.status == "rejected" and "the identity on 256x256x1" in same.detail
+    bad = vet(task, Proposed("llm", custom("bad", GROUPED_8_NO_CLAMP.replace("8u", "3u"))))
+    assert bad.status == "rejected" and bad.detail.startswith("not a permutation: grid 256x256x1: block (")
+    good = vet(task, Proposed("llm", custom("g8", GROUPED_8), note="groups of 8 rows"))
+    assert good.status == "predicted" and good.predicted > 40 and good.note == "groups of 8 rows"
+    broken = vet(task, Proposed("llm", CustomSwizzle("typo", "return make_uint3(swzc_v_block.x, swzc_v_block.y);")))
+    assert broken.status == "rejected" and "does not compile" in broken.detail
+
+
+def block_swizzle_hw():
+    from swzc.pipeline import load_hw
+
+    return load_hw("h200")
