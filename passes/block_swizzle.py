@@ -192,7 +192,8 @@ def _tile_loop_edits(kernel: KernelInfo, proposal: Proposal, var: str) -> list[E
 
 
 def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
-    """The edits for the accepted proposals (decisions already taken on the original tree)."""
+    """The edits for the accepted proposals (decisions already taken on the original tree); the last one
+    inserts the swizzle functions they need (swzc.pipeline reads a kernel's own fix that way)."""
     if not accepted:
         return []
     var = variable_name(analysis)

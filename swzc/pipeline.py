@@ -17,7 +17,7 @@ from swzc import source
 from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope, prepared
 from swzc.bench import Bencher, KernelBench
 from swzc.compile import CompileReport, compile_check
-from swzc.edits import rewrite
+from swzc.edits import Edit, rewrite
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Dim3, Evaluator, Value, expression_of
 from swzc.hw import HardwareModel
@@ -35,6 +35,19 @@ from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LLM is asked for
     from swzc.llm.proposer import Transcript
 
+
+
+@dataclass(frozen=True)
+class KernelFix:
+    """One rewritten kernel's edits, applicable on their own: the kernel's (and its helpers') edits and the
+    library insertion with the swizzle functions it needs.  Fixes of several kernels of one file share the
+    library's place: apply them together through RewriteResult.new (or its patch), not one by one."""
+
+    kernel_index: int
+    kernel: str
+    line: int
+    edits: tuple[Edit, ...]
+    library: Edit
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,7 @@ class RewriteResult:
     notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a missing header, a limit)
     searches: tuple[KernelSearch, ...] = ()  # every candidate each kernel's proposers offered, and its fate
     transcripts: tuple[Transcript, ...] = ()  # the LLM exchanges, per kernel
+    fixes: tuple[KernelFix, ...] = ()  # per rewritten kernel, its edits on their own
 
     @property
     def changed(self) -> bool:
@@ -294,8 +308,9 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
         def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
             a = bencher.measure(formula, predicted, position)
             status = "accepted" if a.accepted else "measured" if a.speedup is not None else "rejected"
-            detail = a.reason if a.speedup is None else (f"measured {a.speedup:.3f}x" + (f", {a.l2_hit_rate:.1f} % L2 hits"
-                                                          if a.l2_hit_rate is not None else "") + f": {a.reason}")
+            profiled = (f", {a.l2_hit_rate:.1f} % L2 hits" if a.l2_hit_rate is not None else "") + (
+                f", {a.dram_read_bytes / 1e6:,.0f} MB read from DRAM" if a.dram_read_bytes is not None else "")
+            detail = a.reason if a.speedup is None else f"measured {a.speedup:.3f}x{profiled}: {a.reason}"
             return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
 
         history = search(task, proposers, options.max_iterations, measure)
@@ -491,8 +506,16 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
+    fixes = tuple(KernelFix(index, analysis.kernels[index].name, analysis.kernels[index].line, *_alone(analysis, index, p))
+                  for index, p in sorted(accepted.items()))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,
-                         syntax_errors=src.errors, notes=analysis.notes)
+                         syntax_errors=src.errors, notes=analysis.notes, fixes=fixes)
+
+
+def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[tuple[Edit, ...], Edit]:
+    """One kernel's rewrite on its own: its edits, and the library insertion it needs (splice puts it last)."""
+    edits = block_swizzle.splice(analysis, {index: proposal})
+    return tuple(edits[:-1]), edits[-1]
 
 
 def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, indices: list[int],
