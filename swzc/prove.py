@@ -11,7 +11,6 @@ import atexit
 import functools
 import hashlib
 import os
-import resource
 import shlex
 import shutil
 import subprocess
@@ -194,10 +193,10 @@ class Prover:
     def run(self, request: bytes) -> subprocess.CompletedProcess:
         """Run it on `request`; a run past RUN_TIMEOUT_S or RUN_MEMORY_BYTES is a failure (a body from outside
         the family, bounded as it is, must still not tie swzc up)."""
-        command = [f"/proc/self/fd/{self.fd}"] if _BY_DESCRIPTOR else [self.where]
+        command = _limited([f"/proc/self/fd/{self.fd}"] if _BY_DESCRIPTOR else [self.where])
         try:
             return subprocess.run(command, input=request, capture_output=True, pass_fds=(self.fd,) if _BY_DESCRIPTOR else (),
-                                  timeout=RUN_TIMEOUT_S, preexec_fn=_limit_memory)
+                                  timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise SwzcError(f"the swizzle prover did not finish in {RUN_TIMEOUT_S} s", ExitCode.CHECK_FAILED) from None
 
@@ -206,9 +205,12 @@ RUN_TIMEOUT_S = 120
 RUN_MEMORY_BYTES = 4 << 30  # the proof of the largest enumerated grid needs 64 MiB of marks; the rest is slack
 
 
-def _limit_memory() -> None:
-    """In the prover's child process, before it starts: cap its address space."""
-    resource.setrlimit(resource.RLIMIT_AS, (RUN_MEMORY_BYTES, RUN_MEMORY_BYTES))
+def _limited(command: list[str]) -> list[str]:
+    """The command with its address space capped by the shell's ulimit before it starts (no Python runs in
+    the child between fork and exec, which is not safe in a process with threads)."""
+    if not os.path.exists("/bin/sh"):
+        return command
+    return ["/bin/sh", "-c", f'ulimit -v {RUN_MEMORY_BYTES // 1024} && exec "$0"', *command]
 
 
 @functools.cache

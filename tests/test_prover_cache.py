@@ -215,4 +215,23 @@ def test_without_proc_the_prover_runs_by_its_path(tmp_path, monkeypatch):
     real_run = prover.subprocess.run
     monkeypatch.setattr(prover.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or real_run(cmd, **kw))
     (proof,) = prover.prove(JOB)
-    assert proof.ok and len(ran[-1]) == 1 and ran[-1][0].endswith(f"/prover-{_key()}")  # not /proc/self/fd/N
+    assert proof.ok and ran[-1][-1].endswith(f"/prover-{_key()}") and "/proc/self/fd" not in " ".join(ran[-1])
+
+
+def test_the_prover_runs_under_a_memory_limit_and_a_time_limit(monkeypatch):
+    ran = []
+    real_run = prover.subprocess.run
+    monkeypatch.setattr(prover.subprocess, "run", lambda cmd, **kw: ran.append((cmd, kw)) or real_run(cmd, **kw))
+    (proof,) = prover.prove(JOB)
+    command, options = ran[-1]
+    assert proof.ok and command[:3] == ["/bin/sh", "-c", f'ulimit -v {prover.RUN_MEMORY_BYTES // 1024} && exec "$0"']
+    assert options["timeout"] == prover.RUN_TIMEOUT_S
+
+
+def test_a_prover_past_its_time_is_a_failed_check_not_a_hang(monkeypatch):
+    def slow(cmd, **kw):
+        raise prover.subprocess.TimeoutExpired(cmd, kw["timeout"])
+
+    monkeypatch.setattr(prover.subprocess, "run", slow)
+    with pytest.raises(SwzcError, match=f"did not finish in {prover.RUN_TIMEOUT_S} s"):
+        prover.prove(JOB)
