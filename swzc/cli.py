@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -17,10 +18,8 @@ import click
 
 from swzc import __version__
 from swzc import hw as hwmodels
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from swzc import outputs
+from swzc import config, outputs
 from swzc.analysis import FileAnalysis
 from swzc.bench import PROFILERS, report_json
 from swzc.entry import interrupt_received, report_interrupt
@@ -48,6 +47,11 @@ Exit codes:
      --bench without a GPU, an output swzc must not write; nothing written
   3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written
   130  interrupted (SIGINT or SIGTERM); nothing written"""
+
+
+def examples(*lines: str) -> str:
+    """An epilog: examples, then the exit codes every command shares."""
+    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines) + "\n" + EXIT_CODES
 
 
 def _fail(message: str, code: ExitCode) -> None:
@@ -80,9 +84,22 @@ def guarded(func: F) -> F:
     return run  # type: ignore[return-value]
 
 
+# Commands kept in modules of their own, loaded when named (or listed): `show` brings matplotlib, and a
+# hook's `suggest` should not pay for what it does not use.
+LAZY_COMMANDS = {"suggest": "swzc.cli_suggest", "review": "swzc.cli_review", "show": "swzc.cli_show"}
+
+
 class Commands(click.Group):
     """click reports an interrupt during its own parsing as "Aborted!" with exit 1; swzc reports it as
-    every other interrupt (exit 130)."""
+    every other interrupt (exit 130).  The commands of LAZY_COMMANDS load when first named."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            self.add_command(importlib.import_module(LAZY_COMMANDS[cmd_name]).command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
@@ -170,7 +187,7 @@ def build_llm(proposer: str, model: str | None, base_url: str | None, timeout_s:
         raise SwzcError(f"--proposer {proposer} needs --model NAME (and --base-url for a server other than OpenAI's), "
                         "or --llm-replay FILE")
     else:
-        client = ChatClient(settings_from(model, base_url, timeout_s, retries))
+        client = ChatClient(settings_from(model, base_url, timeout_s, retries), send_key=not (base_url and from_config("base_url")))
     return LlmProposer(client, fall_back=proposer == "both")
 
 
@@ -192,11 +209,47 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="swzc")
-def main() -> None:
-    """Hardware-aware block swizzles for CUDA and HIP kernels."""
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors (and what goes to stdout on request).")
+@click.option("-v", "--verbose", is_flag=True, help="Also print every candidate each kernel's proposers tried.")
+@click.pass_context
+@guarded
+def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
+    """Hardware-aware block swizzles for CUDA and HIP kernels.
+
+    Defaults for any command's options can be set in [tool.swzc] of the project's pyproject.toml (the
+    first one here or above, up to the git root); options on the command line override them.
+    Colour and progress bars appear only on a terminal; NO_COLOR turns colour off.
+    """
+    ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}
+    found = config.find()
+    if found is not None:
+        ctx.obj["config"] = str(found)
+        settings = config.load(found)
+        invoked = main.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+        commands = [invoked] if invoked is not None else []
+        ctx.default_map = config.default_map(commands, settings)
 
 
-@main.command(epilog=EXIT_CODES)
+def verbosity() -> tuple[bool, bool]:
+    """(quiet, verbose) from the command line."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    obj = root.obj if root is not None and isinstance(root.obj, dict) else {}
+    return bool(obj.get("quiet")), bool(obj.get("verbose"))
+
+
+def from_config(name: str) -> bool:
+    """Whether an option's value came from [tool.swzc] rather than the command line."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source(name) is click.core.ParameterSource.DEFAULT_MAP
+
+
+@main.command(epilog=examples(
+    "swzc rewrite gemm.cu -o gemm.swzc.cu          the L2 model's choice, proven and compile-checked",
+    "swzc rewrite gemm.cu --patch gemm.patch --hw mi300x",
+    "swzc rewrite gemm.cu --grid gemm=256,256 --block gemm=16,16 --in-place",
+    "swzc rewrite gemm.cu --bench --report run     measure on this GPU (builds and runs gemm.cu's code)",
+    "swzc rewrite gemm.cu --proposer both --model gpt-4.1 -o out.cu     an LLM's orders too"))
 @click.argument("file", type=click.Path(dir_okay=True))
 @click.option("-o", "--output", metavar="OUT", help="Write the rewritten file here ('-' for stdout).")
 @click.option("--in-place", is_flag=True, help="Overwrite FILE with the rewritten file.")
@@ -266,6 +319,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)
     if bench:
+        from rich.console import Console  # only the benchmark shows progress
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("benchmarking", total=None)
@@ -301,9 +357,11 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     to_stdout = output == STDOUT or patch_out == STDOUT
     patch_note = header_path(file)[1] if patch_out and result.changed else ""
     result = replace(result, notes=(*context_notes, *result.notes))
+    quiet, verbose = verbosity()
     report = (_rewrite_json(result, output, in_place, patch_out) if as_json
-              else _rewrite_text(result, bool(output or in_place or patch_out), patch_note))
-    click.echo(report, err=to_stdout)
+              else _rewrite_text(result, bool(output or in_place or patch_out), patch_note, verbose))
+    if not quiet or as_json:
+        click.echo(report, err=to_stdout)
     if output == STDOUT:
         sys.stdout.buffer.write(result.new)
         sys.stdout.flush()
@@ -324,7 +382,7 @@ def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: s
     return found
 
 
-def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "") -> str:
+def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False) -> str:
     lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
     for o in result.outcomes:
         head = f"  {o.name} (line {o.line}): {o.status}"
@@ -353,7 +411,7 @@ def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "") -> s
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
     for search in result.searches:
-        if not any(t.proposer == "llm" for t in search.history):
+        if not verbose and not any(t.proposer == "llm" for t in search.history):
             continue
         lines.append(f"  candidates for {search.kernel}:")
         for t in search.history:
@@ -407,7 +465,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
     return json.dumps(doc, indent=2)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=examples("swzc analyze gemm.cu", "swzc analyze gemm.cu --hw mi300x --set N=8192 --json"))
 @click.argument("file", type=click.Path(dir_okay=True))
 @hw_option
 @set_option
@@ -504,7 +562,8 @@ def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]
     return "\n".join(lines)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=examples("swzc probe --output hwmodels/mygpu.toml --name mygpu",
+                              "swzc probe --from-output probe.txt --base h100 --output h100-measured.toml"))
 @click.option("--base", "base_name", default="h200", show_default=True, metavar="NAME",
               help="Hardware model to start from; figures the probe does not measure keep its values and sources.")
 @click.option("--output", metavar="FILE", help="Write the model file here (default: print it).")

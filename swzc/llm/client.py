@@ -177,10 +177,12 @@ class ChatClient:
     rejects that one too, the rejection was about something else, and it is reported at once.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, send_key: bool = True) -> None:
+        """`send_key` False: the server was named by a file of the project (its [tool.swzc]), not by the
+        user, and is not given the user's OPENAI_API_KEY."""
         self.settings = settings
         self._sdk = openai.OpenAI(
-            api_key=os.environ.get("OPENAI_API_KEY") or "unused",
+            api_key=(os.environ.get("OPENAI_API_KEY") if send_key else None) or "unused",
             base_url=settings.base_url,
             timeout=settings.timeout_s,
             max_retries=0,

@@ -1,0 +1,356 @@
+"""`swzc suggest`: one line per kernel the model would rewrite, exit codes, nothing written, and the hook run by
+pre-commit itself."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support import ROOT
+
+from swzc.cli import main
+
+# Rows from blockIdx.y, columns from blockIdx.x, a launch the file fixes: the model alone chooses an order.
+GEMM = b"""\
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * 16 + threadIdx.y;
+  const int col = blockIdx.x * 16 + threadIdx.x;
+  if (row >= n || col >= n) return;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+
+void run(const float* A, const float* B, float* C) {
+  gemm<<<dim3(256, 256), dim3(16, 16)>>>(A, B, C, 4096);
+}
+"""
+
+HIP_GEMM = b"""\
+#include <hip/hip_runtime.h>
+__global__ void hgemm(const float* A, const float* B, float* C, int n) {
+  const int row = hipBlockIdx_y * 16 + hipThreadIdx_y;
+  const int col = hipBlockIdx_x * 16 + hipThreadIdx_x;
+  if (row >= n || col >= n) return;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+
+void run(const float* A, const float* B, float* C) {
+  hipLaunchKernelGGL(hgemm, dim3(256, 256), dim3(16, 16), 0, 0, A, B, C, 4096);
+}
+"""
+
+NO_BLOCK_INDEX = b"__global__ void scale(float* x, float a, int n) {\n  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= a;\n}\n"
+
+# The GEMM beside a 2D kernel the model declines (no reuse between blocks) and one that reads no block index.
+MIXED = GEMM + b"""
+__global__ void scale2d(float* C, int n) {
+  const int row = blockIdx.y * 16 + threadIdx.y;
+  const int col = blockIdx.x * 16 + threadIdx.x;
+  C[row * n + col] *= 2.0f;
+}
+
+void run_scale(float* C) {
+  scale2d<<<dim3(256, 256), dim3(16, 16)>>>(C, 4096);
+}
+""" + NO_BLOCK_INDEX
+
+SYNTAX_ERROR = b"__global__ void k(float* p) {\n  int x = 1;\n    x @ 2;\n  p[blockIdx.x] = x;\n}\n"
+
+LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+): kernel (?P<kernel>\w+): (?P<swizzle>\S+) predicted L2 hits "
+                  r"(?P<hit0>[\d.]+) % -> (?P<hit1>[\d.]+) %, DRAM (?P<dram0>[\d,]+) MB -> (?P<dram1>[\d,]+) MB; "
+                  r"apply: (?P<apply>.+)$")
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def suggestion_lines(stdout):
+    return [m for m in map(LINE.match, stdout.splitlines()) if m]
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gemm.cu").write_bytes(GEMM)
+    (tmp_path / "gemm.hip").write_bytes(HIP_GEMM)
+    (tmp_path / "scale.cu").write_bytes(NO_BLOCK_INDEX)
+    (tmp_path / "mixed.cu").write_bytes(MIXED)
+    (tmp_path / "bad.cu").write_bytes(SYNTAX_ERROR)
+    return tmp_path
+
+
+def _script(name: str) -> str | None:
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.is_file() else shutil.which(name)
+
+
+# ---- output and exit codes ---------------------------------------------------------------------------------
+
+
+def test_gemm_gets_one_line_with_the_models_numbers(work):
+    result = invoke("suggest", "gemm.cu")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == ""
+    (line,) = result.stdout.splitlines()
+    found = LINE.match(line)
+    assert found, line
+    assert (found["path"], found["line"], found["kernel"]) == ("gemm.cu", "1", "gemm")
+    assert found["apply"] == f"swzc rewrite gemm.cu --swizzle {found['swizzle']} --in-place"
+    # the figures are identity's and the chosen order's, as `analyze` ranks them
+    analysis = json.loads(invoke("analyze", "gemm.cu", "--json").stdout)["kernels"][0]
+    table = {c["name"]: c for c in analysis["candidates"]}
+    assert found["swizzle"] == analysis["chosen"]
+    for order, hit, dram in (("identity", "hit0", "dram0"), (found["swizzle"], "hit1", "dram1")):
+        assert found[hit] == f"{table[order]['predicted_l2_hit_rate']:.1f}"
+        assert found[dram] == f"{table[order]['predicted_dram_bytes'] / 1e6:,.0f}"
+    assert float(found["hit1"]) > float(found["hit0"])
+
+
+def test_hip_file_is_read_with_its_spellings(work):
+    result = invoke("suggest", "gemm.hip")
+    assert result.exit_code == 1, result.output
+    (found,) = suggestion_lines(result.stdout)
+    assert (found["path"], found["line"], found["kernel"]) == ("gemm.hip", "2", "hgemm")
+
+
+def test_kernel_without_block_index_gives_no_line(work):
+    result = invoke("suggest", "scale.cu")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_verbose_says_why_the_others_are_left_alone(work):
+    quiet = invoke("suggest", "mixed.cu")
+    assert [m["kernel"] for m in suggestion_lines(quiet.stdout)] == ["gemm"]
+    assert len(quiet.stdout.splitlines()) == 1
+    loud = invoke("suggest", "-v", "mixed.cu", "scale.cu")
+    assert loud.exit_code == 1
+    lines = loud.stdout.splitlines()
+    assert lines[0] == quiet.stdout.splitlines()[0]
+    assert lines[1].startswith("mixed.cu:14: kernel scale2d: declined: ")
+    assert lines[2] == "mixed.cu:23: kernel scale: untouched: does not read the block index"
+    assert lines[3] == "scale.cu:1: kernel scale: untouched: does not read the block index"
+
+
+def test_exit_zero(work):
+    result = invoke("suggest", "--exit-zero", "gemm.cu", "scale.cu")
+    assert result.exit_code == 0
+    assert [m["kernel"] for m in suggestion_lines(result.stdout)] == ["gemm"]
+
+
+def test_a_bad_file_among_good_ones_is_reported_and_the_others_still_checked(work):
+    result = invoke("suggest", "gemm.cu", "missing.cu", "bad.cu", ".", "gemm.hip")
+    assert result.exit_code == 2  # bad input wins over suggestions
+    assert [m["path"] for m in suggestion_lines(result.stdout)] == ["gemm.cu", "gemm.hip"]
+    errors = result.stderr.splitlines()
+    assert len(errors) == 3
+    assert errors[0].startswith("swzc: error: missing.cu: cannot read")
+    assert errors[1].startswith("swzc: error: bad.cu:3:5: syntax error")
+    assert errors[2].startswith("swzc: error: .: ")
+    assert invoke("suggest", "--exit-zero", "gemm.cu", "bad.cu").exit_code == 2  # --exit-zero lifts only 1
+
+
+@pytest.mark.parametrize("args", [["--hw", "nope"], ["--set", "N"], ["--grid", "gemm=0"]])
+def test_bad_command_line_is_exit_2_before_any_file(work, args):
+    result = invoke("suggest", *args, "gemm.cu")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("swzc: error: ")
+
+
+def test_files_are_required(work):
+    assert invoke("suggest").exit_code == 2
+
+
+def test_grid_applies_to_the_files_that_hold_the_kernel(work):
+    result = invoke("suggest", "--grid", "gemm=256,256", "gemm.cu", "scale.cu")
+    assert result.exit_code == 1, result.output
+    (found,) = suggestion_lines(result.stdout)
+    assert "--grid gemm=256,256" in found["apply"]
+    # a hook is given only the changed files: a kernel in none of them is no error (-v notes it)
+    elsewhere = invoke("suggest", "--grid", "elsewhere=4,4", "gemm.cu", "scale.cu")
+    assert (elsewhere.exit_code, elsewhere.stderr) == (1, "")
+    assert "elsewhere" in invoke("suggest", "-v", "--grid", "elsewhere=4,4", "scale.cu").stderr
+
+
+def test_global_verbosity(work):
+    assert invoke("-v", "suggest", "scale.cu").stdout == "scale.cu:1: kernel scale: untouched: does not read the block index\n"
+    quiet = invoke("-q", "suggest", "gemm.cu", "missing.cu")
+    assert (quiet.exit_code, quiet.stdout) == (2, "")
+    assert quiet.stderr.startswith("swzc: error: missing.cu: cannot read")
+
+
+def test_project_settings_apply_and_the_apply_command_leaves_them_to_rewrite(work):
+    (work / ".git").mkdir()  # the search for pyproject.toml stops at the work tree's root
+    (work / "pyproject.toml").write_text('[tool.swzc]\nhw = "h100"\n')
+    doc = json.loads(invoke("suggest", "--json", "gemm.cu").stdout)
+    assert doc["hw"] == "h100"
+    assert doc["files"][0]["kernels"][0]["suggestion"]["apply"].startswith("swzc rewrite gemm.cu --swizzle ")
+    assert "--hw h200" in invoke("suggest", "--hw", "h200", "gemm.cu").stdout
+
+
+def test_json(work):
+    result = invoke("suggest", "--json", "mixed.cu", "missing.cu")
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["exit_code"] == 2 and doc["hw"] == "h200"
+    mixed, missing = doc["files"]
+    assert [k["status"] for k in mixed["kernels"]] == ["suggested", "declined", "untouched"]
+    suggestion = mixed["kernels"][0]["suggestion"]
+    assert suggestion["identity"]["l2_hit_rate"] < suggestion["swizzled"]["l2_hit_rate"]
+    assert suggestion["apply"] == "swzc rewrite mixed.cu --in-place"
+    assert mixed["kernels"][1]["suggestion"] is None
+    assert missing["error"].startswith("missing.cu: cannot read") and missing["exit_code"] == 2
+
+
+# ---- the apply command does what was suggested, and suggest writes nothing --------------------------------
+
+
+@pytest.mark.parametrize("name", ["gemm.cu", "mixed.cu", "my kernels.cu"])
+def test_the_apply_command_makes_exactly_the_models_rewrite(work, name):
+    if name == "my kernels.cu":
+        (work / name).write_bytes(GEMM)
+    expected = work / "expected.cu"
+    assert invoke("rewrite", name, "-o", expected, "--no-compile").exit_code == 0
+    (found,) = suggestion_lines(invoke("suggest", name).stdout)
+    words = shlex.split(found["apply"])
+    assert words[:3] == ["swzc", "rewrite", name]
+    # A forced --swizzle would also rewrite scale2d, which the model declines: mixed.cu's command leaves it out.
+    assert ("--swizzle" in words) == (name != "mixed.cu")
+    result = invoke(*words[1:], "--no-compile")
+    assert result.exit_code == 0, result.output
+    assert (work / name).read_bytes() == expected.read_bytes()
+
+
+def test_the_apply_command_reads_the_file_as_suggest_did(work):
+    options = ["--hw", "h100", "--set", "n=4096", "-D", "UNUSED=1"]
+    (found,) = suggestion_lines(invoke("suggest", "gemm.cu", *options).stdout)
+    assert found["apply"] == f"swzc rewrite gemm.cu {' '.join(options)} --swizzle {found['swizzle']} --in-place"
+    default = suggestion_lines(invoke("suggest", "gemm.cu").stdout)[0]
+    assert "--hw" not in default["apply"]
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+def test_nothing_is_written(work):
+    script = _script("swzc")
+    if script is None:
+        pytest.skip("the swzc console script is not installed")
+    before = _snapshot(work)
+    run = subprocess.run([script, "suggest", "-v", "gemm.cu", "gemm.hip", "mixed.cu", "scale.cu", "bad.cu"], cwd=work,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert len(suggestion_lines(run.stdout)) == 3
+    assert _snapshot(work) == before
+
+
+# ---- the pre-commit hook -----------------------------------------------------------------------------------
+
+MANIFEST = ROOT / ".pre-commit-hooks.yaml"
+PRE_COMMIT = _script("pre-commit")
+needs_pre_commit = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed")
+
+# Every file the hook must see, and one beside them it must not (a kernel in a .cpp file).
+USER_FILES = {"src/gemm.cu": GEMM, "src/gemm.hip": HIP_GEMM, "include/scale.cuh": NO_BLOCK_INDEX, "src/host.cpp": GEMM,
+              "README.md": b"kernels\n"}
+
+
+def _git_env(tmp_path: Path) -> dict[str, str]:
+    """git without the user's configuration, and pre-commit with a store of its own (pip keeps its usual cache)."""
+    return {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.com", "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def _git_repo(folder: Path, files: dict[str, bytes], env: dict[str, str]) -> Path:
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    subprocess.run(["git", "init", "-q", "."], cwd=folder, check=True, env=env)
+    subprocess.run(["git", "add", "-A"], cwd=folder, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "files"], cwd=folder, check=True, env=env)
+    return folder
+
+
+def _try_repo(hook_repo: Path, user_repo: Path, env: dict[str, str], timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run([PRE_COMMIT, "try-repo", str(hook_repo), "swzc-suggest", "--all-files"], cwd=user_repo, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _check_hook_run(run: subprocess.CompletedProcess) -> None:
+    assert run.returncode == 1, run.stdout + run.stderr
+    paths = sorted(m["path"] for m in suggestion_lines(run.stdout))
+    assert paths == ["src/gemm.cu", "src/gemm.hip"], run.stdout  # .cuh was passed and had nothing; .cpp never passed
+    assert "host.cpp" not in run.stdout
+    assert "Failed" in run.stdout
+
+
+def _manifest() -> dict:
+    yaml = pytest.importorskip("yaml")  # installed with pre-commit
+    (hook,) = yaml.safe_load(MANIFEST.read_text())
+    return hook
+
+
+def test_manifest_filter_selects_cu_cuh_and_hip():
+    hook = _manifest()
+    assert hook["id"] == "swzc-suggest" and hook["entry"] == "swzc suggest" and hook["language"] == "python"
+    assert hook["require_serial"] is False
+    pattern = re.compile(hook["files"])
+    assert all(pattern.search(p) for p in ("a.cu", "dir/b.cuh", "c.hip"))
+    assert not any(pattern.search(p) for p in ("a.cpp", "a.cu.orig", "hip", "a.cuda"))
+
+
+@needs_pre_commit
+def test_hook_under_pre_commit_with_the_installed_swzc(tmp_path):
+    """Our manifest as pre-commit reads it (its file filter, how it passes files, exit codes), with the entry
+    pointing at the swzc this test runs against, so no environment is built and no network is needed."""
+    script = _script("swzc")
+    if script is None:
+        pytest.skip("the swzc console script is not installed")
+    env = _git_env(tmp_path)
+    local = {**_manifest(), "entry": f"{shlex.quote(script)} suggest", "language": "system"}
+    hook_repo = _git_repo(tmp_path / "hooks", {".pre-commit-hooks.yaml": json.dumps([local]).encode()}, env)  # YAML reads JSON
+    user_repo = _git_repo(tmp_path / "user", USER_FILES, env)
+    _check_hook_run(_try_repo(hook_repo, user_repo, env, timeout=60))
+
+
+def _pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@needs_pre_commit
+def test_hook_installed_by_pre_commit_from_this_repository(tmp_path):
+    """The hook exactly as users get it: pre-commit pip-installs swzc from a repository holding this working tree
+    (its dependencies come from PyPI, so this needs the network)."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("the tests do not run from a git checkout of swzc")
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable: pre-commit cannot install the hook's environment")
+    env = _git_env(tmp_path)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True, env=env).stdout.decode().split("\0")
+    tree = {name: (ROOT / name).read_bytes() for name in listed if name and (ROOT / name).is_file()}
+    hook_repo = _git_repo(tmp_path / "hooks", tree, env)
+    user_repo = _git_repo(tmp_path / "user", USER_FILES, env)
+    try:
+        _check_hook_run(_try_repo(hook_repo, user_repo, env, timeout=180))
+    finally:
+        shutil.rmtree(env["PRE_COMMIT_HOME"], ignore_errors=True)  # the hook's environment: hundreds of MB
