@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib
 import json
 import os
@@ -345,9 +346,11 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     if report and (result.benchmarked or result.searches):
         meta = {"file": result.path, "hw": result.hw, "device": gpu_name() if result.benchmarked else "none (not benchmarked)",
                 "date": time.strftime("%Y-%m-%d"), "proposer": proposer}
-        json_out, md_out = _rewrite_outputs(file, None, False, None, report)
+        json_out, md_out, html_out = _rewrite_outputs(file, None, False, None, report)
         writes += [(json_out, search_report_json(result, meta).encode()),
                    (md_out, search_report_markdown(result, meta).encode())]
+        if result.benchmarked:
+            writes.append((html_out, _report_page(file, result, options).encode("utf-8")))
     if llm_transcript:
         from swzc.llm.client import transcript_json
 
@@ -377,9 +380,33 @@ def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: s
     found = [Output("-o", output)] if output and output != STDOUT else []
     found += [Output("--in-place", file)] if in_place else []
     found += [Output("--patch", patch_out)] if patch_out and patch_out != STDOUT else []
-    found += [Output("--report", report + ".json"), Output("--report", report + ".md")] if report else []
+    found += [Output("--report", report + ".json"), Output("--report", report + ".md"), Output("--report", report + ".html")] if report else []
     found += [Output("--llm-transcript", transcript)] if transcript else []
     return found
+
+
+def _report_page(file: str, result: RewriteResult, options: Options) -> str:
+    """The benchmark report as a page: per measured kernel, the picture of its order (the accepted one, else
+    the first measured) beside the model's predictions and the measured table."""
+    from swzc import picture
+
+    src, analysis = analyze_file(file, options.bindings, options.context, options.facts)
+    formulas = {t.name: t.formula for s in result.searches for t in s.history if t.formula is not None}
+    sections = []
+    for bench in result.bench:
+        shown = bench.chosen or next((a.candidate for a in bench.attempts if a.speedup is not None), None)
+        try:
+            if shown is None or shown not in formulas:
+                raise SwzcError("no measured order to draw")
+            drawn = picture.kernel_picture(src, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
+            image = picture.render(drawn.picture, "png")
+        except SwzcError as exc:
+            sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p></section>")
+            continue
+        predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
+        sections.append(picture.html_section(image, "png", drawn.picture.title, predictions,
+                                             [p.name for p in drawn.picture.panels], bench))
+    return picture.html_report(f"swzc benchmark report: {result.path}", sections)
 
 
 def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False) -> str:

@@ -375,11 +375,31 @@ def _caption(hw: HardwareModel, whole: TileShape, drawn: tuple[int, int], concur
     return "\n".join(lines)
 
 
+_STYLE = ("<style>body{font-family:sans-serif;margin:1.5em}section{display:flex;flex-wrap:wrap;gap:2em;"
+          "align-items:flex-start;margin-bottom:2em}figure{margin:0}figure img,figure svg{max-width:100%;height:auto}"
+          "table{border-collapse:collapse;font-size:90%}th,td{padding:.25em .7em;border-bottom:1px solid #ddd;"
+          "text-align:right}th:first-child,td:first-child{text-align:left}tr.shown td{font-weight:bold}"
+          "h1{font-size:130%;width:100%;margin:0}</style>")
+
+
 def html_page(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),
               bench: KernelBench | None = None) -> str:
     """A self-contained HTML page: the picture (a data: URI for PNG, inline SVG) beside the model's predictions
     and, when given, the measured attempts.  Every string from outside is escaped: kernel and file names
     come from other people's files."""
+    return html_report(title, [html_section(image, fmt, title, predictions, shown, bench)])
+
+
+def html_report(title: str, sections: Sequence[str]) -> str:
+    """One page of several kernels' sections (html_section)."""
+    e = html.escape
+    return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
+                      _STYLE, "</head><body>", *sections, "</body></html>", ""])
+
+
+def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),
+                 bench: KernelBench | None = None) -> str:
+    """One kernel: its picture, the model's predictions and the measured attempts."""
     if fmt == "png":
         figure = f'<img alt="block order" src="data:image/png;base64,{base64.b64encode(image).decode("ascii")}">'
     elif fmt == "svg":
@@ -388,12 +408,7 @@ def html_page(image: bytes, fmt: str, title: str, predictions: Sequence[Predicti
     else:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     e = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
-             "<style>body{font-family:sans-serif;margin:1.5em;display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}"
-             "figure{margin:0}figure img,figure svg{max-width:100%;height:auto}table{border-collapse:collapse;font-size:90%}"
-             "th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:right}th:first-child,td:first-child"
-             "{text-align:left}tr.shown td{font-weight:bold}h1{font-size:130%;width:100%;margin:0}</style></head><body>",
-             f"<h1>{e(title)}</h1>", f"<figure>{figure}</figure>", "<div>"]
+    parts = ["<section>", f"<h1>{e(title)}</h1>", f"<figure>{figure}</figure>", "<div>"]
     if predictions:
         parts += ["<h2>L2 model (predicted)</h2>", "<table><tr><th>candidate</th><th>L2 hits</th><th>DRAM</th></tr>"]
         for p in predictions:
@@ -409,7 +424,7 @@ def html_page(image: bytes, fmt: str, title: str, predictions: Sequence[Predicti
             parts.append(f"<tr{mark}><td>{e(a.candidate)}</td><td>{e(a.status)}</td><td>{_number(a.speedup, '{:.3f}x')}</td>"
                          f"<td>{_number(a.l2_hit_rate, '{:.1f} %')}</td><td>{_number(a.ms, '{:.3f}')}</td></tr>")
         parts += ["</table>", f"<p>{e(bench.reason)}</p>"]
-    parts += ["</div>", "</body></html>", ""]
+    parts += ["</div>", "</section>"]
     return "\n".join(parts)
 
 

@@ -129,6 +129,9 @@ def test_bench_cmd_accepts_a_measured_win(tmp_path):
     (bench,) = doc["bench"]
     assert bench["chosen"] == "grouped:8" and bench["attempts"][0]["speedup"] == pytest.approx(1.25)
     assert (tmp_path / "report.json").exists() and "grouped:8" in (tmp_path / "report.md").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<section>") == 1 and 'src="data:image/png;base64,' in page
+    assert "kernel k on h200, 64 × 64 tiles" in page and "Measured: k (line" in page and "1.250x" in page
 
 
 def test_bench_cmd_declines_a_wrong_check_value(tmp_path):
