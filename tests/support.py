@@ -37,3 +37,27 @@ int main() {
   return 0;
 }
 """
+
+
+# A naive GEMM with a fixed 256 x 256 grid: the L2 model ranks it and picks a grouped order.
+NAIVE_GEMM = """\
+#define TILE 16
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096); }
+"""
+
+# Triton's GROUP_M order as the body of a custom swizzle: 8 rows per group, the last group clamped.
+GROUPED_8_BODY = """\
+const unsigned G = 8u;
+const unsigned p = block.y * grid.x + block.x;
+const unsigned per_group = G * grid.x;
+const unsigned first_row = p / per_group * G;
+const unsigned rows = min(grid.y - first_row, G);
+const unsigned k = p % per_group;
+return make_uint3(k / rows, first_row + k % rows, 0u);
+"""

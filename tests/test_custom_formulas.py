@@ -2,6 +2,7 @@
 counterexample a model can act on, and how they are spliced in and ranked like any built-in."""
 
 import pytest
+from support import GROUPED_8_BODY, NAIVE_GEMM
 
 from swzc.analysis import analyze
 from swzc.llm.restrict import check_body
@@ -13,15 +14,7 @@ from swzc.source import load_bytes
 from swzc.swizzles import CustomSwizzle, cxx_library, parse_spec
 
 # Triton's GROUP_M order, written as a model would: G rows per group, columns walked inside the group.
-GROUPED_8 = """\
-const unsigned G = 8u;
-const unsigned p = block.y * grid.x + block.x;
-const unsigned per_group = G * grid.x;
-const unsigned first_row = p / per_group * G;
-const unsigned rows = min(grid.y - first_row, G);
-const unsigned k = p % per_group;
-return make_uint3(k / rows, first_row + k % rows, 0u);
-"""
+GROUPED_8 = GROUPED_8_BODY
 
 # The same without the clamp on the last group: wrong whenever G does not divide the rows.
 GROUPED_8_NO_CLAMP = """\
@@ -42,16 +35,7 @@ const unsigned id = (p % 8u) * q + p / 8u;
 return make_uint3(id % grid.x, id / grid.x, 0u);
 """
 
-GEMM = """\
-#define TILE 16
-__global__ void gemm(const float* A, const float* B, float* C, int n) {
-  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096); }
-"""
+GEMM = NAIVE_GEMM
 
 
 def custom(label, body):

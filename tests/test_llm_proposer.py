@@ -8,7 +8,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from llm_server import Hang, ReplyJson, Status, serve, valid_reply
-from support import needs_nvcc
+from support import GROUPED_8_BODY, NAIVE_GEMM, needs_nvcc
 
 from swzc import prove as prove_module
 from swzc.cli import main
@@ -16,26 +16,9 @@ from swzc.llm.client import load_transcript
 
 KEY = "sk-test-5f1d0c9e-not-a-real-key"
 
-GEMM = """\
-#define TILE 16
-__global__ void gemm(const float* A, const float* B, float* C, int n) {
-  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096); }
-"""
+GEMM = NAIVE_GEMM
 
-GROUPED = """\
-const unsigned G = 8u;
-const unsigned p = block.y * grid.x + block.x;
-const unsigned per_group = G * grid.x;
-const unsigned first_row = p / per_group * G;
-const unsigned rows = min(grid.y - first_row, G);
-const unsigned k = p % per_group;
-return make_uint3(k / rows, first_row + k % rows, 0u);
-"""
+GROUPED = GROUPED_8_BODY
 
 NO_CLAMP = GROUPED.replace("8u", "3u").replace("min(grid.y - first_row, G)", "G")
 
