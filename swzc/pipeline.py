@@ -28,7 +28,7 @@ from swzc.patch import patch_from_edits
 from swzc.preprocess import CompileContext, refine
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
-from swzc.proposers import BuiltinProposer, KernelTask, Proposed, Proposer, Tried, search
+from swzc.proposers import EXPLORE, BuiltinProposer, KernelTask, Proposed, Proposer, Tried, search
 from swzc.rank import MARGIN_POINTS, Ranking, rank
 from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -320,7 +320,8 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             continue
         result = bencher.result()
         benches.append(result)
-        exploring = isinstance(ranking, Ranking) and ranking.chosen is None
+        exploring = isinstance(ranking, Ranking) and ranking.chosen is None and any(
+            t.name == EXPLORE and t.proposer == "builtin" for t in history)
         model = f"{ranking.reason}; the transposed raster was measured anyway: " if exploring else ""  # type: ignore[union-attr]
         if result.chosen is not None:
             chosen[index] = next(t.formula for t in history if t.name == result.chosen and t.formula is not None)
