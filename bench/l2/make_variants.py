@@ -25,7 +25,7 @@ REPO = HERE.parents[1]
 KERNELS_DIR = HERE / "kernels"
 VARIANTS_DIR = HERE / "variants"
 
-KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose"]
+KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose", "naive_gemm_8192", "gemm_bf16_wmma", "attention_decode"]
 CANDIDATES = [
     "identity",
     "colmajor",
