@@ -298,6 +298,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     outputs.check(file, _rewrite_outputs(file, output, in_place, patch_out, report, llm_transcript))
     if llm_transcript and proposer == "builtin":
         raise SwzcError("--llm-transcript goes with --proposer llm or both")
+    if swizzle and proposer != "builtin":
+        raise SwzcError(f"--swizzle forces one order for every kernel; it does not go with --proposer {proposer}")
     llm = build_llm(proposer, llm_model, base_url, llm_timeout, llm_retries, llm_replay)
     program = None
     if bench_cmd:

@@ -156,6 +156,8 @@ def test_the_llm_needs_a_model_or_a_transcript(gemm):
     assert result.exit_code == 2 and "--proposer llm needs --model" in result.output
     result = CliRunner().invoke(main, ["rewrite", "g.cu", "--model", "m"])
     assert result.exit_code == 2 and "go with --proposer llm or both" in result.output
+    result = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--swizzle", "grouped:8"])
+    assert result.exit_code == 2 and "--swizzle forces one order for every kernel" in result.output
 
 
 @needs_nvcc
