@@ -32,7 +32,7 @@ from swzc.passes import block_swizzle
 from swzc.patch import header_path
 from swzc.pipeline import (Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
                            rank_kernels, rewrite_file)
-from swzc.report import search_report_json, search_report_markdown
+from swzc.report import search_report_json, search_report_markdown, searches_json
 from swzc.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
 from swzc.proposers import PROPOSERS
 from swzc.rank import Ranking
@@ -486,7 +486,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
         ],
         "syntax_errors": _syntax_json(result.syntax_errors),
         "notes": list(result.notes),
-        "searches": json.loads(search_report_json(result, {}))["searches"],
+        "searches": searches_json(result),
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
                                                          "detail": result.compile.detail},
         "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},

@@ -21,7 +21,7 @@ from swzc.evaluate import Value
 from swzc.findings import changed_lines, findings_from
 from swzc.hw import HardwareModel
 from swzc.outputs import STDOUT, Output
-from swzc.pipeline import Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, rewrite_file
+from swzc.pipeline import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
 
 FORMATS = ("patch", "sarif", "rdjson", "github")
 FINDINGS = 1  # the exit status when findings are reported, as linters have it
@@ -93,8 +93,8 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     for file in files:
         try:
             with input_limit(max_bytes):
-                result, kernels = _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path)
-            named |= kernels & set(facts)
+                result = _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path)
+            named |= {o.name for o in result.outcomes} & set(facts)
             if diff_base is not None and result.changed:
                 changed[result.path] = changed_lines(file, diff_base)
             results.append(result)
@@ -122,16 +122,12 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
 
 def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
             compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...],
-            build_path: str | None) -> tuple[RewriteResult, set[str]]:
-    """One file's rewrite by the L2 model alone, and the names of its kernels."""
+            build_path: str | None) -> RewriteResult:
+    """One file's rewrite by the L2 model alone; --grid/--block may name kernels of any of FILES."""
     context, _ = build_context(file, include_dirs, defines, build_path)
-    kernels: set[str] = set()
-    if facts:  # --grid/--block name kernels of any of FILES: give each file those of its own
-        _, analysis = analyze_file(file, bound, context)
-        kernels = {k.name for k in analysis.kernels}
-    options = Options(hw=hw, bindings=bound, context=context, facts={k: v for k, v in facts.items() if k in kernels},
-                      compile=compile_check, bench=False)
-    return rewrite_file(file, options), kernels
+    options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
+                      bench=False)
+    return rewrite_file(file, options)
 
 
 def _render(output_format: str, results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int]] | None) -> str:

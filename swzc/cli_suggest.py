@@ -25,8 +25,7 @@ from swzc.entry import interrupt_received
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Value
 from swzc.hw import HardwareModel
-from swzc.pipeline import KernelOutcome, Options, analyze_file, load_hw, parse_bindings, parse_launch_facts, rewrite_file
-from swzc.preprocess import CompileContext
+from swzc.pipeline import KernelOutcome, Options, load_hw, parse_bindings, parse_launch_facts, rewrite_file
 
 EPILOG = """\b
 Examples:
@@ -190,24 +189,13 @@ def suggestions_of(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
                             _predicted(o.candidates, o.swizzle), o.chosen_by, apply) for o in rewritten)
 
 
-def _facts_for(path: str, settings: Settings, context: CompileContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The --grid and --block pairs that name a kernel of PATH: with several FILEs, each names the kernels of
-    some of them, and is not an error for the others.  Read only when such pairs were given."""
-    if not settings.grids and not settings.blocks:
-        return (), ()
-    _, analysis = analyze_file(path, settings.bound, context, None)
-    names = {k.name for k in analysis.kernels}
-    return (tuple(g for g in settings.grids if _kernel_of(g) in names),
-            tuple(b for b in settings.blocks if _kernel_of(b) in names))
-
-
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     """The model's suggestions for one FILE, or the error that stopped it, as a record: the run goes on."""
     try:
         context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path)
-        with input_limit(settings.max_bytes):
-            grids, blocks = _facts_for(path, settings, context)
-            options = Options(hw=settings.hw, bindings=settings.bound, context=context, facts=parse_launch_facts(grids, blocks),
+        with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
+            options = Options(hw=settings.hw, bindings=settings.bound, context=context,
+                              facts=parse_launch_facts(settings.grids, settings.blocks), facts_elsewhere=True,
                               bench=False, compile=False, proposer="builtin")
             result = rewrite_file(path, options)
     except SwzcError as exc:

@@ -18,7 +18,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from swzc.edits import Edit, apply_edits, moved, overlapping
+from swzc.edits import Edit, apply_edits, overlapping
 from swzc.errors import ExitCode, SwzcError
 from swzc.patch import header_path
 from swzc.pipeline import KernelOutcome, RewriteResult
@@ -281,21 +281,14 @@ def findings_from(result: RewriteResult) -> list[Finding]:
 
 
 def shared_library(result: RewriteResult) -> Edit | None:
-    """The one insertion of swizzle functions that the file's rewrite holds: every rewritten kernel's
-    functions, before the first of them.  None when nothing was rewritten.
-
-    RewriteResult.fixes give each kernel's edits with a library of its own; the file's library is what
-    `new` holds beyond the kernels' edits, checked to give `new` exactly."""
-    if not result.fixes:
+    """The one insertion of swizzle functions that the file's rewrite holds (None when nothing was
+    rewritten), checked to give `new` exactly with the kernels' own edits."""
+    if result.library is None:
         return None
     kernel_edits = _distinct(e for fix in result.fixes for e in fix.edits)
-    at = min(fix.library.start for fix in result.fixes)
-    partial = apply_edits(result.old, kernel_edits)
-    where = moved(kernel_edits, at)
-    library = Edit(at, at, result.new[where : where + len(result.new) - len(partial)])
-    if apply_edits(result.old, [*kernel_edits, library]) != result.new:
+    if apply_edits(result.old, [*kernel_edits, result.library]) != result.new:
         raise SwzcError(f"internal: the fixes of {result.path} do not add up to its rewrite", ExitCode.CHECK_FAILED)
-    return library
+    return result.library
 
 
 def _measured(result: RewriteResult, outcome: KernelOutcome) -> Measurement | None:

@@ -28,7 +28,7 @@ from swzc.patch import patch_from_edits
 from swzc.preprocess import CompileContext, refine
 from swzc.program import ProgramBench
 from swzc.prove import Proof, prove
-from swzc.proposers import EXPLORE, BuiltinProposer, KernelTask, Proposed, Proposer, Tried, search
+from swzc.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
 from swzc.rank import MARGIN_POINTS, Ranking, rank
 from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -39,15 +39,13 @@ if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LL
 
 @dataclass(frozen=True)
 class KernelFix:
-    """One rewritten kernel's edits, applicable on their own: the kernel's (and its helpers') edits and the
-    library insertion with the swizzle functions it needs.  Fixes of several kernels of one file share the
-    library's place: apply them together through RewriteResult.new (or its patch), not one by one."""
+    """One rewritten kernel's edits (and its helpers'), without the swizzle functions: the file's kernels
+    share one insertion of those, RewriteResult.library."""
 
     kernel_index: int
     kernel: str
     line: int
     edits: tuple[Edit, ...]
-    library: Edit
 
 
 @dataclass(frozen=True)
@@ -79,6 +77,7 @@ class Options:
     llm: Proposer | None = None  # the LLM proposer, with its client (live or a recorded transcript)
     chosen: Mapping[int, Formula] = field(default_factory=dict)  # kernel index -> formula chosen by a search
     searches: tuple[KernelSearch, ...] = ()  # histories of searches already made (carried into the result)
+    facts_elsewhere: bool = False  # `facts` may name kernels of other files (a command given several FILES)
 
 
 @dataclass(frozen=True)
@@ -112,6 +111,7 @@ class RewriteResult:
     searches: tuple[KernelSearch, ...] = ()  # every candidate each kernel's proposers offered, and its fate
     transcripts: tuple[Transcript, ...] = ()  # the LLM exchanges, per kernel
     fixes: tuple[KernelFix, ...] = ()  # per rewritten kernel, its edits on their own
+    library: Edit | None = None  # the one insertion of the swizzle functions the rewritten kernels call
 
     @property
     def changed(self) -> bool:
@@ -186,12 +186,13 @@ def load_hw(name: str) -> HardwareModel:
 
 
 def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
-                 facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> tuple[source.SourceFile, FileAnalysis]:
+                 facts: Mapping[str, tuple[LaunchFact, ...]] | None = None,
+                 facts_elsewhere: bool = False) -> tuple[source.SourceFile, FileAnalysis]:
     src = source.load(path)
     if src.errors:  # read it again as the compiler would: decided #if branches, statement macros
         src = refine(src, context, prepared(src, bindings or {}, context)[0])
     analysis = analyze(src, bindings or {}, context, facts)
-    _check_bindings(src, analysis, bindings or {}, facts or {})
+    _check_bindings(src, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
     if src.errors and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
         # parse errors, and no kernel clear of them: nothing in the file can be analysed
         more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
@@ -253,7 +254,7 @@ def _tile_spaces(shapes: tuple[tuple[int, int, int, int], ...]) -> str:
 
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
-    src, analysis = analyze_file(path, options.bindings, options.context, options.facts)
+    src, analysis = analyze_file(path, options.bindings, options.context, options.facts, options.facts_elsewhere)
     if options.bench:
         return rewrite_benchmarked(src, analysis, options)
     options = choose_by_model(src, analysis, options)
@@ -333,27 +334,15 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
                    transcripts=_transcripts(options, searches))
 
 
-class Forced:
-    """--swizzle: the one formula the user named."""
-
-    name = "user"
-
-    def __init__(self, formula: Formula) -> None:
-        self.formula = formula
-
-    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
-        return None if history else Proposed(self.name, self.formula)
-
-
 def _proposers(options: Options) -> list[Proposer]:
-    chosen: list[Proposer] = []
-    if options.proposer in ("builtin", "both"):
-        chosen.append(BuiltinProposer())
-    if options.proposer in ("llm", "both"):
-        if options.llm is None:
-            raise SwzcError(f"--proposer {options.proposer} needs an LLM: give --model (and --base-url), or --llm-replay FILE")
-        chosen.append(options.llm)
-    return chosen
+    return ([BuiltinProposer()] if options.proposer in ("builtin", "both") else []) + (
+        [_llm(options)] if options.proposer in ("llm", "both") else [])
+
+
+def _llm(options: Options) -> Proposer:
+    if options.llm is None:
+        raise SwzcError(f"--proposer {options.proposer} needs an LLM: give --model (and --base-url), or --llm-replay FILE")
+    return options.llm
 
 
 def _nothing_to_measure(analysis: FileAnalysis, index: int, hw: HardwareModel, ranking: Ranking | str | None,
@@ -383,7 +372,7 @@ def choose_by_model(src: source.SourceFile, analysis: FileAnalysis, options: Opt
     declined = dict(options.declined)
     notes = dict(options.notes)
     searches: list[KernelSearch] = []
-    llm = _proposers(replace(options, proposer="llm"))
+    llm = [_llm(options)]
     for index, ranking in ranked.items():
         if not isinstance(ranking, Ranking) or block_swizzle.refusal(analysis, index) is not None:
             continue
@@ -507,16 +496,15 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
-    fixes = tuple(KernelFix(index, analysis.kernels[index].name, analysis.kernels[index].line, *_alone(analysis, index, p))
+    fixes = tuple(KernelFix(index, analysis.kernels[index].name, analysis.kernels[index].line, _alone(analysis, index, p))
                   for index, p in sorted(accepted.items()))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,
-                         syntax_errors=src.errors, notes=analysis.notes, fixes=fixes)
+                         syntax_errors=src.errors, notes=analysis.notes, fixes=fixes, library=edits[-1] if edits else None)
 
 
-def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[tuple[Edit, ...], Edit]:
-    """One kernel's rewrite on its own: its edits, and the library insertion it needs (splice puts it last)."""
-    edits = block_swizzle.splice(analysis, {index: proposal})
-    return tuple(edits[:-1]), edits[-1]
+def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:
+    """One kernel's own edits (and its helpers'), without the library insertion, which splice puts last."""
+    return tuple(block_swizzle.splice(analysis, {index: proposal})[:-1])
 
 
 def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, indices: list[int],

@@ -26,7 +26,7 @@ from swzc.passes import block_swizzle
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
 from swzc.source import SourceFile
-from swzc.swizzles import Formula, SwizzleSpec
+from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 
 PROPOSERS = ("builtin", "llm", "both")
 EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
@@ -107,9 +107,9 @@ class BuiltinProposer:
                 explore = next((p for p in ranking.predictions if p.candidate == EXPLORE), None)
                 if explore is None or not task.measured:
                     return []
-                return [(block_swizzle.parse_spec(explore.candidate), explore.l2_hit_rate)]
+                return [(parse_spec(explore.candidate), explore.l2_hit_rate)]
             floor = ranking.identity.l2_hit_rate
-            return [(block_swizzle.parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.predictions
+            return [(parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.predictions
                     if p.candidate != "identity" and p.l2_hit_rate > floor]
         if not task.measured:
             return []
@@ -121,6 +121,18 @@ class BuiltinProposer:
             if spec.name not in done:
                 return Proposed(self.name, spec)
         return None
+
+
+class Forced:
+    """--swizzle: the one formula the user named."""
+
+    name = "user"
+
+    def __init__(self, formula: Formula) -> None:
+        self.formula = formula
+
+    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
+        return None if history else Proposed(self.name, self.formula)
 
 
 def vet(task: KernelTask, proposed: Proposed) -> Tried:

@@ -18,9 +18,14 @@ def _tried(t: Any) -> dict[str, Any]:
             "speedup": t.speedup, "expected": t.note, "body": (t.formula.source or t.formula.body) if isinstance(t.formula, CustomSwizzle) else None}
 
 
+def searches_json(result: RewriteResult) -> list[dict[str, Any]]:
+    """Every kernel's candidates and their fate, as the JSON outputs hold them."""
+    return [{"kernel": s.kernel, "history": [_tried(t) for t in s.history]} for s in result.searches]
+
+
 def search_report_json(result: RewriteResult, meta: dict[str, Any]) -> str:
     doc = json.loads(report_json(list(result.bench), meta))
-    doc["searches"] = [{"kernel": s.kernel, "history": [_tried(t) for t in s.history]} for s in result.searches]
+    doc["searches"] = searches_json(result)
     doc["llm"] = [{"kernel": t.kernel, "exchanges": [_exchange(e) for e in t.exchanges]} for t in result.transcripts]
     return json.dumps(doc, indent=2)
 

@@ -22,6 +22,8 @@ from swzc.analysis import analyze
 from swzc.rank import Ranking, rank
 from swzc.swizzles import parse_spec
 
+from make_variants import kernel_source  # noqa: E402  (bench/l2 is the script's folder)
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -29,7 +31,8 @@ def predict_all(results: list[dict], hw_name: str) -> dict[tuple[str, str], obje
     hw = hwmodels.load(hw_name)
     out = {}
     for kernel in sorted({r["kernel"] for r in results}):
-        src = source.load(str(HERE / "kernels" / f"{kernel}.cu"))
+        path, text = kernel_source(kernel)
+        src = source.load_bytes(str(path), text.encode())
         (info,) = [k for k in analyze(src).kernels if k.name == kernel]
         specs = [parse_spec(r["candidate"]) for r in results if r["kernel"] == kernel]
         ranking = rank(src, info, hw, specs=specs)

@@ -24,6 +24,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 KERNELS_DIR = HERE / "kernels"
 VARIANTS_DIR = HERE / "variants"
+# Kernels measured here whose program is another's: (its file, text replacements), written to VARIANTS_DIR.
+DERIVED = {
+    "gemm_bf16_wmma": (REPO / "bench" / "suite" / "kernels" / "gemm_bf16_wmma.cu", ()),
+    "naive_gemm_8192": (KERNELS_DIR / "naive_gemm.cu", (  # applied in order
+        ("naive_gemm", "naive_gemm_8192"), ("#define N 4096", "#define N 8192"),
+        ("// 3 x 64 MB of data against a 60 MB L2.",
+         "// 3 x 256 MB of data against a 60 MB L2 (the same kernel as naive_gemm.cu at N = 8192)."))),
+}
 
 KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose", "naive_gemm_8192", "gemm_bf16_wmma", "attention_decode"]
 CANDIDATES = [
@@ -64,6 +72,18 @@ def run_json(cmd: list[str]) -> tuple[int, dict | None, str]:
     except json.JSONDecodeError:
         doc = None
     return proc.returncode, doc, proc.stderr.strip()
+
+
+def kernel_source(kernel: str) -> tuple[Path, str]:
+    """Where a kernel's program is, and its text: bench/l2/kernels/KERNEL.cu, or one derived from another's."""
+    if kernel not in DERIVED:
+        path = KERNELS_DIR / f"{kernel}.cu"
+        return path, path.read_text() if path.is_file() else ""
+    base, replacements = DERIVED[kernel]
+    text = base.read_text()
+    for old, new in replacements:
+        text = text.replace(old, new)
+    return (base if not replacements else VARIANTS_DIR / f"{kernel}.cu"), text
 
 
 def analyze(swzc: str, src: Path) -> dict:
@@ -142,9 +162,11 @@ def main() -> int:
 
     variants, skipped = [], []
     for kernel in kernels:
-        src = KERNELS_DIR / f"{kernel}.cu"
-        if not src.is_file():
+        src, text = kernel_source(kernel)
+        if not text:
             sys.exit(f"make_variants: no such kernel file {rel(src) if src.parent.exists() else src}")
+        if not src.is_file() or src.read_text() != text:  # a derived program, written beside its variants
+            src.write_text(text)
         info = analyze(swzc, src)
         grid = (info.get("grid") or None)
         jobs = [(c, VARIANTS_DIR / f"{kernel}__{slug(c)}.cu") for c in candidates]
