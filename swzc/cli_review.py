@@ -110,9 +110,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
         sys.exit(int(max(exc.code for exc in failed)))
     text = _render(output_format, results, changed if diff_base is not None else None)
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
-    if target:
-        for file in files:
-            outputs.check(file, [target])
+    if target:  # checked against every FILE before any work; write_together checks it once more against the first
         outputs.write_together(files[0], [(target, data)])
     else:
         sys.stdout.buffer.write(data)

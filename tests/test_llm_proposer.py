@@ -176,3 +176,12 @@ def test_a_macro_named_like_a_local_of_the_body_does_not_reach_it(gemm):
         result = rewrite(server.base_url, "--max-iterations", "1", "-o", "out.cu", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["compile"]["status"] == "ok"
+
+
+def test_without_a_gpu_a_body_that_gains_less_than_the_margin_is_declined(gemm):
+    mirror = "return make_uint3(grid.x - 1u - block.x, block.y, 0u);"  # a permutation, but no more sharing
+    with serve([ReplyJson(valid_reply(name="mirror", body=mirror))]) as server:
+        result = rewrite(server.base_url, "--max-iterations", "1", "--no-compile", "--json")
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert result.exit_code == 1 and kernel["status"] == "declined"
+    assert kernel["reason"].startswith("no LLM candidate beats identity (40.0 %) by 5 points in the L2 model: best custom:mirror#")

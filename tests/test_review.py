@@ -497,3 +497,16 @@ def test_line_hunks_give_the_edited_file(text, newline_at_end, raw):
     if not edits or not old or not edited.endswith(last_end):
         return  # an empty file, or its last line end changed: whole lines cannot say that (line_hunks refuses)
     assert _apply_hunks(old, edits) == edited
+
+
+def test_fixes_that_do_not_add_up_to_the_rewrite_are_an_internal_error(tmp_path):
+    from swzc.errors import SwzcError
+    from swzc.findings import shared_library
+
+    path = tmp_path / "gemm.cu"
+    path.write_bytes(GEMM)
+    result = rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False))
+    assert shared_library(result) == result.library
+    broken = replace(result, library=Edit(result.library.start, result.library.end, b"// not the library\n"))
+    with pytest.raises(SwzcError, match="do not add up to its rewrite"):
+        findings_from(broken)
