@@ -25,6 +25,7 @@ from swzc.entry import interrupt_received
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Value
 from swzc.hw import HardwareModel
+from swzc.patch import quoted
 from swzc.pipeline import KernelOutcome, Options, load_hw, parse_bindings, parse_launch_facts, rewrite_file
 
 EPILOG = """\b
@@ -110,17 +111,18 @@ class FileSuggestions:
     code: ExitCode = ExitCode.OK  # the error's code; OK when there is none
 
     def lines(self, verbose: bool) -> list[str]:
+        shown = quoted(self.path)  # a file named with a newline must not print a line of its own
         by_kernel = {(s.kernel, s.line): s for s in self.suggestions}
         lines = []
         for o in self.outcomes:
             found = by_kernel.get((o.name, o.line))
             if found is not None:
-                lines.append(found.text(self.path))
+                lines.append(found.text(shown))
             elif verbose:
                 reason = " ".join(o.reason.split())  # one line per kernel, whatever the reason holds
-                lines.append(f"{self.path}:{o.line}: kernel {o.name}: {o.status}: {reason}")
+                lines.append(f"{shown}:{o.line}: kernel {o.name}: {o.status}: {reason}")
         if verbose and not self.outcomes and not self.error:
-            lines.append(f"{self.path}: no __global__ kernels")
+            lines.append(f"{shown}: no __global__ kernels")
         return lines
 
     def as_json(self) -> dict[str, Any]:
@@ -171,7 +173,17 @@ def _apply_command(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     if reading and all(o.status == "rewritten" for o in reading) and len(orders) == 1:
         words += ["--swizzle", str(orders.pop())]
     words.append("--in-place")
-    return " ".join(shlex.quote(w) for w in words)
+    return " ".join(_shell_word(w) for w in words)
+
+
+def _shell_word(word: str) -> str:
+    """A word as a shell reads it back: shlex's quoting, or for one with a control character bash's $'…' form
+    (also zsh's and ksh's), so that the command stays on its line."""
+    if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in word):
+        return shlex.quote(word)
+    escaped = "".join("\\\\" if c == "\\" else "\\'" if c == "'" else f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+                      for c in word)
+    return f"$'{escaped}'"
 
 
 def _predicted(candidates: tuple[tuple[str, float, float], ...], name: str | None) -> Predicted | None:

@@ -59,9 +59,13 @@ def patch_path(path: str) -> str:
 def _headers(path: str) -> str:
     name = patch_path(path)
     a, b = f"a/{name}", f"b/{name}"
-    if any(c in _ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in name):
-        a, b = (_quote(x) for x in (a, b))
-    return f"--- {a}\n+++ {b}\n"
+    return f"--- {quoted(a)}\n+++ {quoted(b)}\n"
+
+
+def quoted(name: str) -> str:
+    """`name` as git shows a path: in quotes, escaped, when it holds a quote, a backslash or a control
+    character (a newline in a name cannot then start a line of its own), else as it is."""
+    return _quote(name) if any(c in _ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in name) else name
 
 
 def _quote(name: str) -> str:

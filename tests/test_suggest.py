@@ -354,3 +354,15 @@ def test_hook_installed_by_pre_commit_from_this_repository(tmp_path):
         _check_hook_run(_try_repo(hook_repo, user_repo, env, timeout=180))
     finally:
         shutil.rmtree(env["PRE_COMMIT_HOME"], ignore_errors=True)  # the hook's environment: hundreds of MB
+
+
+def test_a_file_named_with_a_newline_prints_one_line_with_the_name_quoted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    name = "evil\nok'\\x.cu"
+    (tmp_path / name).write_bytes(GEMM)
+    result = CliRunner().invoke(main, ["suggest", name])
+    (line,) = result.stdout.splitlines()
+    assert result.exit_code == 1 and line.startswith('"evil\\nok\'\\\\x.cu":')
+    command = line.split("apply: ")[1]
+    assert command.startswith("swzc rewrite $'evil\\x0aok\\'\\\\x.cu' ")
+    assert subprocess.run(["bash", "-c", f"printf '%s' {command.split()[2]}"], capture_output=True, text=True).stdout == name
