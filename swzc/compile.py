@@ -31,12 +31,31 @@ class CompileReport:
     detail: str = ""
 
 
+def compiler(dialect: str) -> str | None:
+    """The compiler a file of this dialect is built with: hipcc for HIP where it is installed, otherwise nvcc
+    (HIP through the compatibility header); None when neither is on PATH."""
+    if dialect == "hip" and shutil.which("hipcc"):
+        return "hipcc"
+    return "nvcc" if shutil.which("nvcc") else None
+
+
+def source_name(src_path: str) -> str:
+    """The name a file is compiled under: its own, with a suffix the compiler takes as CUDA or HIP."""
+    name = os.path.basename(src_path) or "kernel.cu"
+    if not name.endswith((".cu", ".hip", ".cuh", ".cpp")):
+        name += ".cu"
+    if name.endswith(".cuh"):
+        name = name[:-4] + ".cu"
+    return name
+
+
 def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...], include_dir: str) -> list[str] | None:
     out = str(path.with_suffix(".o"))
-    if dialect == "hip" and shutil.which("hipcc"):
+    tool = compiler(dialect)
+    if tool == "hipcc":
         arch = hw.arch if hw.vendor == "amd" else "gfx942"
         return ["hipcc", f"--offload-arch={arch}", "-std=c++17", "-I", include_dir, *flags, "-c", str(path), "-o", out]
-    if not shutil.which("nvcc"):
+    if tool is None:
         return None
     cmd = ["nvcc", "-std=c++17", f"-arch={hw.nvcc_arch}", "-I", include_dir]
     if dialect == "hip":
@@ -45,8 +64,8 @@ def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...]
     return [*cmd, *flags, "-c", str(path), "-o", out]
 
 
-def _compile(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...],
-             include_dir: str) -> tuple[int | None, list[str] | None, str]:
+def compile_copy(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...],
+                 include_dir: str) -> tuple[int | None, list[str] | None, str]:
     """Compile `data` as `name` in a temporary folder: (exit code or None without a compiler, command, output)."""
     with tempfile.TemporaryDirectory(prefix="swzc-cc-") as tmp:
         path = Path(tmp) / name
@@ -83,18 +102,14 @@ def compile_check(src_path: str, old: bytes, new: bytes, dialect: str, hw: Hardw
 
     `keep_dir` (default: $SWZC_KEEP_FAILED) receives the rewritten file when it fails and the original
     compiles, so that the reported command reproduces the failure."""
-    name = os.path.basename(src_path) or "kernel.cu"
-    if not name.endswith((".cu", ".hip", ".cuh", ".cpp")):
-        name += ".cu"
-    if name.endswith(".cuh"):
-        name = name[:-4] + ".cu"
+    name = source_name(src_path)
     include_dir = os.path.dirname(os.path.abspath(src_path))
-    code, cmd, detail = _compile(name, new, dialect, hw, flags, include_dir)
+    code, cmd, detail = compile_copy(name, new, dialect, hw, flags, include_dir)
     if code is None or cmd is None:
         return CompileReport("skipped", "", detail)
     if code == 0:
         return CompileReport("ok", shlex.join(cmd))
-    code_old, _, _ = _compile(name, old, dialect, hw, flags, include_dir)
+    code_old, _, _ = compile_copy(name, old, dialect, hw, flags, include_dir)
     if code_old != 0:
         return CompileReport("skipped", shlex.join(cmd), "the original file does not compile with this command either")
     command, note = _keep(name, new, cmd, keep_dir if keep_dir is not None else os.environ.get(KEEP_FAILED))
