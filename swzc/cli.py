@@ -255,8 +255,9 @@ def from_config(name: str) -> bool:
 @click.option("-o", "--output", metavar="OUT", help="Write the rewritten file here ('-' for stdout).")
 @click.option("--in-place", is_flag=True, help="Overwrite FILE with the rewritten file.")
 @click.option("--patch", "patch_out", metavar="FILE", help="Write a unified diff (git apply accepts it; '-' for stdout).")
-@click.option("--swizzle", metavar="SPEC", help="identity, colmajor, grouped:G, xcd:N, or a chain joined by '+' "
-              "(e.g. xcd:8+grouped:8). Default: the L2 model's choice, or the measured one with --bench.")
+@click.option("--swizzle", metavar="SPEC", help="identity, colmajor, grouped:G, serpentine:G, hilbert:K, morton:K, "
+              "xcd:N, xcd:N:C, or a chain joined by '+' (e.g. xcd:8+grouped:8). Default: the L2 model's choice, or the "
+              "measured one with --bench.")
 @hw_option
 @set_option
 @build_options

@@ -493,7 +493,7 @@ def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, b
     shape, adapter, threads, launched = _grid(info, ranking)
     if swizzle is not None and swizzle.needs_tiles and adapter == "linear":
         raise SwzcError(f"--swizzle {swizzle.name}: kernel {info.name} has no tile rows to regroup (a 1D grid without "
-                        "a tile decode); only xcd:N applies")
+                        "a tile decode); only xcd:N and xcd:N:C apply")
     hits = {p.candidate: p.l2_hit_rate for p in ranking.predictions} if isinstance(ranking, Ranking) else {}
     orders, note = _orders(ranking, swizzle, runner_up)
     if isinstance(ranking, Ranking) and any(spec.name not in hits for spec in orders):

@@ -1,8 +1,18 @@
 """The built-in swizzles: their names, and their one definition, as the C++ that is spliced into kernels.
 
 Every swizzle is a permutation of the linear dispatch id ``p`` over an ``m x n`` tile grid (row-major:
-``p = row * n + col``).  A spec chains steps left to right: ``xcd:8+grouped:8`` first deals ids back to
-their chiplet, then groups rows.  An *adapter* turns the hardware block index into ``(p, m, n)`` and back:
+``p = row * n + col``).  The steps:
+
+- ``colmajor``: the grid walked down its columns.
+- ``grouped:G``: G tile rows per group, walked column by column inside each group.
+- ``serpentine:G``: grouped:G with every odd-numbered group walking its columns right to left.
+- ``hilbert:K`` and ``morton:K``: bands of K rows cut into K x K panels, a full panel walked along a Hilbert
+  curve or in Z-order (K a power of two).
+- ``xcd:N``: each of N chiplets runs one contiguous range of ids; ``xcd:N:C``: chunks of C consecutive
+  ids, dealt to the chiplets in turn.
+
+A spec chains steps left to right: ``xcd:8+grouped:8`` first deals ids back to their chiplet, then groups
+rows.  An *adapter* turns the hardware block index into ``(p, m, n)`` and back:
 
 - ``2d``: a 2D grid; rows are ``blockIdx.y``, columns ``blockIdx.x``; ``blockIdx.z`` is left alone.
 - ``1d``: a 1D grid that the kernel decodes as ``row = blockIdx.x / n``, ``col = blockIdx.x % n``.
@@ -23,7 +33,9 @@ from dataclasses import dataclass, field
 
 ADAPTERS = ("2d", "1d", "linear")
 
-# One C++ definition per formula, all with the signature (p, m, n, param) -> new p.
+# One C++ definition per formula, all with the signature (p, m, n, param) -> new p, except xcd_chunked, which
+# takes xcd's chunk size as a fifth argument.  A step's formula is its kind, or CHUNKED_FORMULAS[kind] when it
+# has a chunk.
 FORMULAS: dict[str, str] = {
     "colmajor": """\
 // colmajor: the tile grid walked down its columns instead of along its rows.
@@ -42,6 +54,20 @@ static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, 
   return (first_row + k % rows) * n + k / rows;
 }
 """,
+    "serpentine": """\
+// serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
+// every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
+static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
+  g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
+  const unsigned per_group = g * n;
+  const unsigned group = p / per_group;
+  const unsigned first_row = group * g;
+  const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
+  const unsigned k = p % per_group;
+  const unsigned col = k / rows;
+  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
+}
+""",
     "xcd": """\
 // xcd:N: the hardware deals block p to chiplet p mod N; renumber so that each chiplet runs one
 // contiguous range of ids.  Exact when N does not divide the block count (the fuller chiplets come first).
@@ -51,6 +77,18 @@ static __device__ __forceinline__ unsigned swzc_xcd(unsigned p, unsigned m, unsi
   const unsigned fuller = total % chiplets == 0u ? chiplets : total % chiplets;
   const unsigned chip = p % chiplets, slot = p / chiplets;
   return chip < fuller ? chip * per + slot : fuller * per + (chip - fuller) * (per - 1u) + slot;
+}
+""",
+    "xcd_chunked": """\
+// xcd:N:C: the hardware deals block p to chiplet p mod N; renumber so that each chiplet runs chunks of C
+// consecutive ids, chunk j on chiplet j mod N.  The last, incomplete round of N * C ids keeps its order.
+static __device__ __forceinline__ unsigned swzc_xcd_chunked(unsigned p, unsigned m, unsigned n, unsigned chiplets,
+                                                            unsigned chunk) {
+  const unsigned long long round = (unsigned long long)chiplets * chunk;  // N * C may pass 32 bits
+  const unsigned long long whole = (unsigned long long)m * n / round * round;  // ids in complete rounds
+  if (p >= whole) return p;
+  const unsigned chip = p % chiplets, slot = p / chiplets;  // chiplet chip runs this block as its slot-th
+  return (slot / chunk * chiplets + chip) * chunk + slot % chunk;
 }
 """,
     "hilbert": """\
@@ -89,11 +127,45 @@ static __device__ __forceinline__ unsigned swzc_hilbert(unsigned p, unsigned m, 
   return (row0 + y) * n + col0 + x;
 }
 """,
+    "morton": """\
+// morton:K: hilbert:K's panels (bands of K rows cut into K x K panels, taken in row-major order, a ragged edge
+// panel walked row by row), but a full panel walked in Z-order: the offset's even bits give the column, its
+// odd bits the row.  K is a power of two.
+static __device__ __forceinline__ unsigned swzc_morton(unsigned p, unsigned m, unsigned n, unsigned k) {
+  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
+  const unsigned row0 = (unsigned)(p / band) * k;
+  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
+  const unsigned q = (unsigned)(p % band);
+  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
+  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
+  const unsigned r = q - col0 * h;
+  unsigned x = 0u, y = 0u;
+  if (h == k && w == k) {
+    unsigned t = r;
+    for (unsigned bit = 1u; bit < k; bit *= 2u) {  // one bit of x and one of y per two bits of r
+      x += bit * (t & 1u);
+      y += bit * ((t / 2u) & 1u);
+      t /= 4u;
+    }
+  } else {
+    y = r / w;
+    x = r % w;
+  }
+  return (row0 + y) * n + col0 + x;
+}
+""",
 }
 
 # Steps that need a tile grid (rows and columns); the others work on any linear order.
-TILE_STEPS = frozenset({"colmajor", "grouped", "hilbert"})
-PARAM_STEPS = {"grouped": "G", "xcd": "N", "hilbert": "K"}
+TILE_STEPS = frozenset({"colmajor", "grouped", "serpentine", "hilbert", "morton"})
+# The steps a spec may name (xcd_chunked is reached through xcd:N:C).
+STEP_KINDS = ("colmajor", "grouped", "serpentine", "hilbert", "morton", "xcd")
+# Steps that take a parameter, and its letter.
+PARAM_STEPS = {"grouped": "G", "serpentine": "G", "xcd": "N", "hilbert": "K", "morton": "K"}
+# Steps that also take an optional chunk size C (xcd:N:C), and the formula that then applies.
+CHUNKED_FORMULAS = {"xcd": "xcd_chunked"}
+# Steps whose parameter is a panel side: a power of two up to 1024.
+PANEL_STEPS = frozenset({"hilbert", "morton"})
 MAX_PARAM = 1 << 16
 
 _ADAPTER_HEAD = {
@@ -128,12 +200,35 @@ _ADAPTER_DOC = {
 
 @dataclass(frozen=True, order=True)
 class Step:
-    kind: str  # a key of FORMULAS
+    """One step of a spec: its kind, its parameter (0 for colmajor) and, for xcd only, a chunk size (0: none)."""
+
+    kind: str  # one of STEP_KINDS
     param: int = 0
+    chunk: int = 0
 
     @property
     def name(self) -> str:
-        return f"{self.kind}:{self.param}" if self.kind in PARAM_STEPS else self.kind
+        """As the user writes it: ``colmajor``, ``grouped:8``, ``xcd:8:4``."""
+        if self.kind not in PARAM_STEPS:
+            return self.kind
+        return f"{self.kind}:{self.param}:{self.chunk}" if self.chunk else f"{self.kind}:{self.param}"
+
+    @property
+    def identifier(self) -> str:
+        """The name as part of a C identifier: ``grouped8``, ``xcd8c4`` (``xcd84`` would also be xcd:84)."""
+        if self.kind not in PARAM_STEPS:
+            return self.kind
+        return f"{self.kind}{self.param}c{self.chunk}" if self.chunk else f"{self.kind}{self.param}"
+
+    @property
+    def formula(self) -> str:
+        """The key of FORMULAS whose C++ this step calls."""
+        return CHUNKED_FORMULAS[self.kind] if self.chunk else self.kind
+
+    def call_cxx(self) -> str:
+        """The adapter's statement that applies this step to ``p``."""
+        args = f"{self.param}u, {self.chunk}u" if self.chunk else f"{self.param}u"
+        return f"  p = swzc_{self.formula}(p, m, n, {args});\n"
 
 
 @dataclass(frozen=True)
@@ -153,12 +248,12 @@ class SwizzleSpec:
         return any(step.kind in TILE_STEPS for step in self.steps)
 
     def function_name(self, adapter: str) -> str:
-        return "swzc_" + "_".join(step.name.replace(":", "") for step in self.steps) + "_" + adapter
+        return "swzc_" + "_".join(step.identifier for step in self.steps) + "_" + adapter
 
     def adapter_cxx(self, adapter: str) -> str:
         """The device function mapping the hardware block index to the swizzled one."""
         params, head, tail = _ADAPTER_HEAD[adapter]
-        body = "".join(f"  p = swzc_{step.kind}(p, m, n, {step.param}u);\n" for step in self.steps)
+        body = "".join(step.call_cxx() for step in self.steps)
         return (
             f"// {self.name} {_ADAPTER_DOC[adapter]}.\n"
             f"static __device__ __forceinline__ uint3 {self.function_name(adapter)}({params}) {{\n"
@@ -167,31 +262,41 @@ class SwizzleSpec:
 
 
 def parse_spec(text: str) -> SwizzleSpec:
-    """Parse ``identity``, ``colmajor``, ``grouped:G``, ``xcd:N`` and chains of them joined by ``+``."""
+    """Parse ``identity`` or a chain of steps joined by ``+``: ``colmajor``, ``grouped:G``, ``serpentine:G``,
+    ``hilbert:K``, ``morton:K`` (K a power of two from 2 to 1024), ``xcd:N`` and ``xcd:N:C``.  Every parameter
+    is from 1 to MAX_PARAM."""
     text = text.strip()
     if text == "identity":
         return SwizzleSpec(())
     steps = []
     for part in text.split("+"):
-        match = re.fullmatch(r"\s*([a-z]+)(?::(\d+))?\s*", part)
+        match = re.fullmatch(r"\s*([a-z]+)(?::(\d+))?(?::(\d+))?\s*", part)
         kind = match.group(1) if match else None
-        if kind not in FORMULAS:
-            known = "identity, colmajor, grouped:G, xcd:N, hilbert:K (joined with '+')"
+        if kind not in STEP_KINDS:
+            known = "identity, colmajor, grouped:G, serpentine:G, hilbert:K, morton:K, xcd:N, xcd:N:C (joined with '+')"
             raise ValueError(f"unknown swizzle {part.strip()!r}; known: {known}")
         assert match is not None
-        if kind in PARAM_STEPS:
-            if match.group(2) is None:
-                raise ValueError(f"{kind} needs a parameter, e.g. {kind}:8")
-            value = int(match.group(2))
-            if not 1 <= value <= MAX_PARAM:
-                raise ValueError(f"{kind}:{value}: {PARAM_STEPS[kind]} must be between 1 and {MAX_PARAM}")
-            if kind == "hilbert" and (value < 2 or value & (value - 1) or value > 1024):
-                raise ValueError(f"hilbert:{value}: K must be a power of two from 2 to 1024")
-            steps.append(Step(kind, value))
-        else:
+        written = part.strip()
+        if kind not in PARAM_STEPS:
             if match.group(2) is not None:
                 raise ValueError(f"{kind} takes no parameter")
             steps.append(Step(kind))
+            continue
+        if match.group(2) is None:
+            raise ValueError(f"{kind} needs a parameter, e.g. {kind}:8")
+        value = int(match.group(2))
+        if not 1 <= value <= MAX_PARAM:
+            raise ValueError(f"{written}: {PARAM_STEPS[kind]} must be between 1 and {MAX_PARAM}")
+        if kind in PANEL_STEPS and (value < 2 or value & (value - 1) or value > 1024):
+            raise ValueError(f"{written}: K must be a power of two from 2 to 1024")
+        chunk = 0
+        if match.group(3) is not None:
+            if kind not in CHUNKED_FORMULAS:
+                raise ValueError(f"{written}: {kind} takes one parameter ({kind}:{PARAM_STEPS[kind]}), not two")
+            chunk = int(match.group(3))
+            if not 1 <= chunk <= MAX_PARAM:
+                raise ValueError(f"{written}: C must be between 1 and {MAX_PARAM}")
+        steps.append(Step(kind, value, chunk))
     return SwizzleSpec(tuple(steps))
 
 
@@ -274,11 +379,11 @@ Formula = SwizzleSpec | CustomSwizzle  # a candidate order, whatever proposed it
 
 def cxx_library(uses: list[tuple[Formula, str]]) -> str:
     """The formulas and adapters that a set of (formula, adapter) pairs needs, each once, in a stable order."""
-    kinds = sorted({step.kind for spec, _ in uses for step in spec.steps})
+    formulas = sorted({step.formula for spec, _ in uses for step in spec.steps})
     customs = sorted({spec for spec, _ in uses if isinstance(spec, CustomSwizzle)}, key=lambda c: c.key)
     adapters = sorted(set(uses), key=lambda use: use[0].function_name(use[1]))
     helpers = MIN_MAX_CXX if customs else ""
-    return ("".join(FORMULAS[kind] for kind in kinds) + helpers + "".join(c.definition() for c in customs)
+    return ("".join(FORMULAS[formula] for formula in formulas) + helpers + "".join(c.definition() for c in customs)
             + "".join(spec.adapter_cxx(adapter) for spec, adapter in adapters))
 
 

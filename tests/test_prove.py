@@ -4,6 +4,7 @@ Its cache runs nothing found on disk that swzc did not make."""
 import errno
 import hashlib
 import os
+import re
 import shutil
 import signal
 import stat
@@ -21,7 +22,8 @@ from swzc.swizzles import parse_spec
 SPECS = [parse_spec(s) for s in (
     "colmajor", "grouped:1", "grouped:2", "grouped:3", "grouped:8", "grouped:64", "xcd:1", "xcd:3", "xcd:8",
     "xcd:8+grouped:8", "grouped:4+colmajor", "xcd:5+grouped:3+xcd:2", "hilbert:2", "hilbert:8",
-    "xcd:8+hilbert:4",
+    "xcd:8+hilbert:4", "morton:2", "morton:16", "xcd:8+morton:4", "serpentine:1", "serpentine:3", "serpentine:8",
+    "xcd:8:4", "xcd:3:5", "xcd:8:4+grouped:8", "grouped:4+xcd:2:3", "serpentine:2+morton:4",
 )]
 USES = [(s, a) for s in SPECS for a in ("2d", "1d", "linear") if not (a == "linear" and s.needs_tiles)]
 side = st.integers(min_value=1, max_value=97)
@@ -102,6 +104,18 @@ def test_spliced_text_is_the_proven_text():
     ("colmajor:2", "takes no parameter"),
     ("grouped:8+", "unknown swizzle"),
     ("hilbert:6", "power of two"),
+    ("morton:6", "power of two"),
+    ("morton:1", "power of two"),
+    ("morton:2048", "power of two"),
+    ("serpentine", "needs a parameter"),
+    ("serpentine:0", "between 1 and"),
+    ("grouped:8:2", "grouped takes one parameter"),
+    ("hilbert:4:4", "hilbert takes one parameter"),
+    ("colmajor:2:3", "takes no parameter"),
+    ("xcd:8:0", "C must be between 1 and"),
+    ("xcd:8:65537", "C must be between 1 and"),
+    ("xcd:0:4", "N must be between 1 and"),
+    ("xcd:8:4:2", "unknown swizzle"),
 ])
 def test_bad_specs(text, message):
     with pytest.raises(ValueError, match=message):
@@ -109,8 +123,44 @@ def test_bad_specs(text, message):
 
 
 def test_spec_names_round_trip():
-    for text in ("identity", "colmajor", "grouped:8", "xcd:8", "xcd:8+grouped:16"):
+    for text in ("identity", "colmajor", "grouped:8", "xcd:8", "xcd:8+grouped:16", "xcd:8:4", "xcd:8:4+grouped:8",
+                 "morton:4", "serpentine:3", "xcd:8+morton:4"):
         assert parse_spec(text).name == text
+
+
+def test_function_names_are_distinct_c_identifiers():
+    """A chunk adds to the identifier without colliding: xcd:8:4 is not xcd:84."""
+    texts = ("xcd:8", "xcd:84", "xcd:8:4", "xcd:84:1", "xcd:8:41", "xcd:8:4+grouped:8", "xcd:8+grouped:8",
+             "morton:4", "hilbert:4", "serpentine:4", "grouped:4")
+    names = [parse_spec(text).function_name(adapter) for text in texts for adapter in ("2d", "1d", "linear")]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) for name in names)
+    assert parse_spec("xcd:8:4").function_name("2d") == "swzc_xcd8c4_2d"
+    assert parse_spec("xcd:8").function_name("2d") == "swzc_xcd8_2d"
+
+
+def test_the_chunked_remap_calls_its_own_formula_with_both_parameters():
+    """xcd:N keeps its one-parameter call and its text; xcd:N:C brings the chunked formula alone."""
+    assert "  p = swzc_xcd(p, m, n, 8u);\n" in parse_spec("xcd:8").adapter_cxx("linear")
+    assert "  p = swzc_xcd_chunked(p, m, n, 8u, 4u);\n" in parse_spec("xcd:8:4").adapter_cxx("linear")
+    chunked = swizzles.cxx_library([(parse_spec("xcd:8:4"), "linear")])
+    assert swizzles.FORMULAS["xcd_chunked"] in chunked and swizzles.FORMULAS["xcd"] not in chunked
+
+
+RAGGED = [(16, 16), (17, 33), (45, 37), (1, 50), (50, 1), (100, 3), (31, 64), (9, 129)]
+
+
+@pytest.mark.parametrize("text", ["morton:16", "morton:4", "serpentine:3", "serpentine:7", "xcd:8:4", "xcd:8:4+grouped:8",
+                                  "xcd:8+morton:4", "xcd:5:3+serpentine:2"])
+def test_new_orders_are_bijections_on_ragged_grids(text):
+    """Grids whose sides are not multiples of the panel, the group or the chiplet round, in every adapter."""
+    spec = parse_spec(text)
+    jobs = [(spec, "2d", tuple((cols, rows, 1, 0) for rows, cols in RAGGED)),
+            (spec, "1d", tuple((rows * cols, 1, 1, cols) for rows, cols in RAGGED))]
+    if not spec.needs_tiles:
+        jobs.append((spec, "linear", tuple((rows * cols, 1, 1, 0) for rows, cols in RAGGED)))
+    for proof in prover.prove(jobs):
+        assert proof.ok and not proof.identity, (proof.spec, proof.adapter, proof.failure)
 
 
 # ---- the prover cache: nothing found on disk is run unless swzc made it ------------------------------------
