@@ -2,9 +2,12 @@
 
     taskset -c 0 python bench/model_speed.py     # prints the times, writes bench/results/model_speed.json
 
-The kernel is bench/l2/kernels/naive_gemm.cu (a 256 x 256 grid); the candidates are grouped:1..64,
-hilbert:2..64, xcd:2..8 chains and colmajor, 100 in all.  Times the block orders (the compiled swizzle
-C++, run once for all candidates) and the predictions separately; the footprint analysis runs once.
+The kernel is bench/l2/kernels/naive_gemm.cu (a 256 x 256 grid); the candidates are grouped:G and
+serpentine:G, hilbert:K and morton:K, xcd:N and xcd:N:C chains and colmajor, 100 in all.  Times the block
+orders (the compiled swizzle C++, run once for all candidates) and the predictions separately; the
+footprint analysis and the residency (from nvcc when it is on PATH; compiled once, then cached) run once.
+The same is timed at other sizes of the kernel (N = 1024 to 8192: 4,096 to 262,144 blocks; a grid past
+65,536 blocks is modelled over its first 65,536 positions) to show how the cost grows.
 """
 
 from __future__ import annotations
@@ -21,49 +24,65 @@ from swzc.analysis import analyze
 from swzc.footprint import footprint
 from swzc.l2model import L2Model
 from swzc.prove import dispatch_maps
+from swzc.rank import MAX_MODEL_BLOCKS
+from swzc.residency import residency
 from swzc.swizzles import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def specs() -> list[str]:
-    names = ["identity", "colmajor"] + [f"grouped:{g}" for g in range(1, 65)]
-    names += [f"hilbert:{k}" for k in (2, 4, 8, 16, 32, 64)]
-    names += [f"xcd:{n}+grouped:{g}" for n in (2, 4, 8) for g in (2, 4, 8, 16, 32, 64)]
-    names += [f"xcd:{n}" for n in (2, 3, 4, 5, 6, 7, 8)] + ["xcd:8+colmajor", "xcd:4+colmajor", "xcd:2+colmajor"]
+    names = ["identity", "colmajor"] + [f"grouped:{g}" for g in range(2, 38)] + [f"serpentine:{g}" for g in range(2, 18)]
+    names += [f"{kind}:{k}" for kind in ("hilbert", "morton") for k in (2, 4, 8, 16, 32, 64)]
+    names += [f"xcd:8:{c}+grouped:{g}" for c in (4, 16) for g in (2, 4, 8, 16, 32, 64)]
+    names += [f"xcd:{n}+{kind}:8" for n in (2, 4, 8) for kind in ("hilbert", "morton", "serpentine")]
+    names += [f"xcd:{n}" for n in (2, 3, 4, 5, 6, 7, 8)] + [f"xcd:8:{c}" for c in (1, 2, 4, 8, 16, 32)]
     return names[:100]
 
 
-def main() -> None:
-    src = source.load(str(ROOT / "bench/l2/kernels/naive_gemm.cu"))
+def timed(text: str, hw: hwmodels.HardwareModel, rounds: int) -> dict:
+    src = source.load_bytes(str(ROOT / "bench/l2/kernels/naive_gemm.cu"), text.encode())
     (kernel,) = analyze(src).kernels
     start = time.perf_counter()
     fp = footprint(src, kernel)
     t_footprint = time.perf_counter() - start
     assert not isinstance(fp, str)
+    start = time.perf_counter()
+    running = residency(src, kernel, hw, fp.threads)
+    t_residency = time.perf_counter() - start
     candidates = [parse_spec(s) for s in specs()]
-    hw = hwmodels.load("h200")
     runs = []
-    for _ in range(5):
+    for _ in range(rounds):
         t0 = time.perf_counter()
-        maps = dispatch_maps([(s, kernel.adapter) for s in candidates], (*fp.grid, 0))
+        maps = dispatch_maps([(s, kernel.adapter) for s in candidates], (*fp.grid, 0), MAX_MODEL_BLOCKS)
         t1 = time.perf_counter()
-        model = L2Model(fp, hw)
+        model = L2Model(fp, hw, running.resident_blocks(hw))
         for s, order in zip(candidates, maps):
             model.predict(s.name, order, kernel.adapter)
         t2 = time.perf_counter()
         runs.append((t1 - t0, t2 - t1))
+    runs = runs[1:]  # the first round builds the prover
+    doc = {"grid_blocks": fp.grid[0] * fp.grid[1] * fp.grid[2], "modelled_blocks": min(MAX_MODEL_BLOCKS, fp.grid[0] * fp.grid[1] * fp.grid[2]),
+           "candidates": len(candidates), "footprint_s": round(t_footprint, 3),
+           "residency_s": round(t_residency, 3), "residency": f"{running.blocks_per_cu} per SM ({running.source})",
+           "orders_median_s": round(statistics.median(r[0] for r in runs), 3),
+           "predict_median_s": round(statistics.median(r[1] for r in runs), 3)}
+    doc["total_median_s"] = round(doc["orders_median_s"] + doc["predict_median_s"], 3)
+    return doc
+
+
+def main() -> None:
+    hw = hwmodels.load("h200")
+    text = (ROOT / "bench/l2/kernels/naive_gemm.cu").read_text()
+    main_run = timed(text, hw, 6)
+    sizes = [timed(text.replace("#define N 4096", f"#define N {n}"), hw, 3) for n in (1024, 2048, 8192)]
     doc = {
         "command": "taskset -c 0 python bench/model_speed.py",
-        "grid_blocks": fp.grid[0] * fp.grid[1] * fp.grid[2],
-        "candidates": len(candidates),
         "cpus_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "footprint_s": round(t_footprint, 3),
-        "orders_median_s": round(statistics.median(r[0] for r in runs[1:]), 3),
-        "predict_median_s": round(statistics.median(r[1] for r in runs[1:]), 3),
         "target_s": 2.0,
+        **main_run,
+        "by_grid": sorted([main_run, *sizes], key=lambda d: d["grid_blocks"]),
     }
-    doc["total_median_s"] = round(doc["orders_median_s"] + doc["predict_median_s"], 3)
     (ROOT / "bench/results/model_speed.json").write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(doc, indent=2))
 

@@ -36,6 +36,7 @@ from swzc.report import search_report_json, search_report_markdown, searches_jso
 from swzc.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
 from swzc.proposers import PROPOSERS
 from swzc.rank import Ranking
+from swzc.residency import Residency
 from swzc.source import DEFAULT_MAX_BYTES, SourceFile, SyntaxIssue, max_input_bytes
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -502,16 +503,20 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
 @build_options
 @max_bytes_option
 @json_option
+@click.option("--compile/--no-compile", "compile_file", default=True, show_default=True,
+              help="Compile FILE (never run it) for each kernel's registers and shared memory, which set how many "
+                   "blocks run at once in the L2 model; without it, the launch bounds or a stated default.")
 @guarded
 def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
-            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
+            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
+            compile_file: bool) -> None:
     """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
     hw = load_hw(hw_name)
     bound = parse_bindings(list(bindings))
     context, context_notes = build_context(file, include_dirs, defines, build_path)
     with input_limit(max_bytes):
         src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
-    records = _analysis_records(src, analysis, hw, bound)
+    records = _analysis_records(src, analysis, hw, bound, compile_file, context.compile_flags())
     notes = [*context_notes, *analysis.notes]
     if as_json:
         click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
@@ -529,9 +534,9 @@ def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[s
 
 
 def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.HardwareModel,
-                      bindings: dict[str, float | int]) -> list[dict[str, Any]]:
+                      bindings: dict[str, float | int], compiler: bool = False, flags: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     records = []
-    ranked = rank_kernels(src, analysis, hw, bindings)
+    ranked = rank_kernels(src, analysis, hw, bindings, compiler, flags)
     for index, k in enumerate(analysis.kernels):
         ranking = ranked.get(index)
         got = block_swizzle.propose(analysis, index, hw, None, ranking)
@@ -549,6 +554,7 @@ def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.Hard
             "candidates": _candidates_json(tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in ranking.predictions)
                                            if isinstance(ranking, Ranking) else ()),
             "model": ranking if isinstance(ranking, str) else "",
+            "residency": _residency_json(ranking.residency) if isinstance(ranking, Ranking) and ranking.residency else None,
             "block_index_reads": [{"line": u.line, "text": u.text, "axis": u.axis, "in": u.function} for u in
                                   (*k.uses, *(u for h in k.helpers for u in analysis.helpers[h].uses))],
             "helpers": list(k.helpers),
@@ -560,6 +566,11 @@ def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.Hard
             "notes": list(k.notes),
         })
     return records
+
+
+def _residency_json(running: Residency) -> dict[str, Any]:
+    return {"blocks_per_cu": running.blocks_per_cu, "limit": running.limit, "source": running.source,
+            "registers_per_thread": running.registers_per_thread, "shared_bytes_per_block": running.shared_bytes_per_block}
 
 
 def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]]) -> str:
@@ -580,6 +591,9 @@ def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]
             lines.append("    no launch in this file")
         for h in r["hazards"]:
             lines.append(f"    hazard: {h['reason']}")
+        if r["residency"]:
+            res = r["residency"]
+            lines.append(f"    resident: {res['blocks_per_cu']} blocks per SM or CU, bound by {res['limit']} ({res['source']})")
         if r["candidates"]:
             lines.append("    L2 model:  candidate            L2 hits   DRAM bytes")
             for c in r["candidates"]:

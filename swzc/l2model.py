@@ -3,20 +3,33 @@
 - **Footprints.** Every block touches the shape its `Access` records give, moved by the block's offset,
   counted in the L2's fetch unit (NVIDIA: 32-byte sectors; AMD: 128-byte lines).  Each block reads each
   unit of its footprint from L2 once (its L1 serves repeats); writes are requests that hit.
-- **Reuse distance.** Blocks are taken in dispatch order.  When a block reads a footprint an earlier
-  block read `d` positions before, the data touched in between is the expected number of distinct
-  footprints in a window of `d` blocks (from the gaps between repeats, over every stream).  The
-  footprint is still in L2 while that fits, with a soft edge of `SOFTNESS`, in `EFFECTIVE` of the L2.
+- **Phases and waves.** A block is a sequence of phases (its loop's iterations): in phase t it reads
+  slice t of each footprint.  `resident` blocks run at once (a wave: blocks per SM or CU, from the
+  compiler's resource usage, times the SMs); a block starts when one ends, in dispatch order.  Two blocks
+  that read the same footprint `g` dispatch positions apart read each slice a time apart, and the data
+  touched in between is what every running block touches in that time.  When the blocks' starts are
+  spread evenly (the steady state), that is the expected number of distinct footprints in a window of `g`
+  blocks (from the gaps between repeats, over every stream): the reuse distance in bytes.  The slice is
+  still in L2 while that fits, with a soft edge of `SOFTNESS`, in `EFFECTIVE` of the L2.
+- **Co-resident blocks in step.** Blocks that start in the same wave advance together, so one that
+  shares a footprint with a block `g < resident` positions before it finds each slice just fetched.
+  Two such blocks started in the same wave with probability `1 - g / resident`, and stayed together
+  (blocks drift apart the more, the further apart they started) with about the same probability: a
+  share `IN_STEP * (1 - g / resident) ** 2` of those reuses hits, whatever the distance.  A block in
+  step finds the near copy of a far partition's data (below) only `NEAR_IN_STEP` of the time: the
+  block it follows may run on the other partition's side.
 - **Halos.** A footprint that partly overlaps a neighbour's (a stencil) gets the shared part the
   same way from the neighbour.
-- **Chiplets.** Block p runs on chiplet p mod N, with that chiplet's own L2 and block sequence.
+- **Chiplets.** Block p runs on chiplet p mod N, with that chiplet's own L2, block sequence and
+  share of the resident blocks.
 - **Partitions (NVIDIA).** A request homed in another L2 partition looks its near partition up first;
   that lookup misses unless a near copy is held (an L2 of capacity / partitions).  ncu's hit rate
   counts both lookups.
 
-What it leaves out: time inside a block's life (blocks that share data while running side by side),
-associativity and replacement details, L1 misses that re-read L2, DRAM page effects, and any access the
-footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says how far that goes.
+What it leaves out: blocks that drift out of step (it takes one share for every kernel), L1 hits between
+blocks on one SM and L1 misses that re-read L2, associativity and replacement details, DRAM page effects,
+and any access the footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says
+how far that goes, kernel by kernel, with the constants fitted on half of the kernels.
 """
 
 from __future__ import annotations
@@ -29,10 +42,14 @@ from swzc.footprint import Footprint
 from swzc.hw import HardwareModel
 
 
-# Calibrated on the three GEMMs of bench/results/l2_ncu_h200.json (the stencil and the transpose were held
-# out): the share of L2 the model lets a footprint use, and how soft the LRU edge is.
+# The share of L2 the model lets a footprint use, and how soft the LRU edge is: calibrated on the three
+# GEMMs of bench/results/l2_ncu_h200.json before the phase model, and kept.
 EFFECTIVE = 0.8
 SOFTNESS = 0.25
+# Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
+# between co-resident blocks that happen in step, and the share of those that find a near copy.
+IN_STEP = 0.7
+NEAR_IN_STEP = 1.0
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,14 @@ class Prediction:
 
 @dataclass(frozen=True)
 class _Stream:
+    """One access of the footprint.  Blocks are told apart by a key, the offset of their footprint in
+    units of `key_offsets` (the offsets over their common factor: keys then fit 16 bits more often, and
+    sort faster)."""
+
     units: np.ndarray  # relative fetch units one block touches
     offsets: tuple[int, int, int]  # fetch units per unit of (row, col, z)
-    neighbours: tuple[tuple[int, int], ...]  # (delta in units, overlap in units)
+    key_offsets: tuple[int, int, int]  # key per unit of (row, col, z)
+    neighbours: tuple[tuple[int, int], ...]  # (key delta to a nearby block, units its footprint shares)
 
 
 def _streams(fp: Footprint, unit_bytes: int, write: bool) -> list[_Stream]:
@@ -58,7 +80,9 @@ def _streams(fp: Footprint, unit_bytes: int, write: bool) -> list[_Stream]:
             continue
         units = np.unique(access.sectors * 32 // unit_bytes)
         offsets = tuple(int(b // unit_bytes) for b in access.block_bytes)
-        streams.append(_Stream(units, offsets, _neighbours(units, offsets)))  # type: ignore[arg-type]
+        step = int(np.gcd.reduce([abs(o) for o in offsets if o])) if any(offsets) else 1
+        neighbours = tuple((delta // step, overlap) for delta, overlap in _neighbours(units, offsets))  # type: ignore[arg-type]
+        streams.append(_Stream(units, offsets, tuple(o // step for o in offsets), neighbours))  # type: ignore[arg-type]
     return streams
 
 
@@ -90,9 +114,14 @@ def _tiles_of(order: np.ndarray, adapter: str, divisor: int, grid: tuple[int, in
 class L2Model:
     """Prediction for one kernel footprint on one GPU; `predict` scores one block order."""
 
-    def __init__(self, fp: Footprint, hw: HardwareModel, effective: float = EFFECTIVE, softness: float = SOFTNESS) -> None:
+    def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
+                 softness: float = SOFTNESS, in_step: float = IN_STEP, near_in_step: float = NEAR_IN_STEP) -> None:
         self.fp = fp
         self.hw = hw
+        # blocks running at once on the whole GPU; without a figure, as many as the threads allow
+        self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
+        self.in_step = in_step
+        self.near_in_step = near_in_step
         self.unit = hw.l2_sector_bytes
         self.capacity = effective * hw.l2_bytes_per_domain / self.unit
         self.softness = softness
@@ -125,26 +154,54 @@ class L2Model:
         if count == 0 or not self.reads:
             return 0.0, 0.0
         position = np.arange(count, dtype=np.int64)
-        streams = [(s, _occurrences(tiles @ np.array(s.offsets, dtype=np.int64), position)) for s in (*self.reads, *self.writes)]
+        streams = [(s, _occurrences(_keys(tiles, s.key_offsets), position)) for s in (*self.reads, *self.writes)]
+        resident = max(1.0, self.resident / self.hw.chiplets)  # this chiplet's share of the running blocks
 
-        def kept(gap: np.ndarray, capacity: float) -> np.ndarray:
-            """The share of a footprint still in an L2 of `capacity` units after `gap` blocks: LRU over the
-            distinct data the blocks in between touched (their whole footprints), with a soft edge."""
+        def between(gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """For reuses `gap` positions apart (0: none): the distinct units touched in between, and the
+            share of such reuses that would be in step if every co-resident block were."""
             distinct = sum(s.units.size * occ.distinct_in(np.maximum(gap, 1), count) for s, occ in streams)
-            x = distinct / capacity
-            return np.where(gap > 0, np.clip((1.0 + self.softness - x) / (2.0 * self.softness), 0.0, 1.0), 0.0)
+            together = np.where(gap > 0, np.clip(1.0 - gap / resident, 0.0, 1.0) ** 2, 0.0)
+            return distinct, together
+
+        def kept(reuse: tuple[np.ndarray, np.ndarray], gap: np.ndarray, capacity: float, in_step: float) -> np.ndarray:
+            """The share of a slice still in an L2 of `capacity` units when the block `gap` positions later
+            reads it: in step with that block (a share of the co-resident ones), or else LRU over the
+            distinct data touched in between, with a soft edge."""
+            distinct, together = reuse
+            lru = np.clip((1.0 + self.softness - distinct / capacity) / (2.0 * self.softness), 0.0, 1.0)
+            step = in_step * together
+            return np.where(gap > 0, step + (1.0 - step) * lru, 0.0)
 
         missed = [0.0, 0.0]
+        levels = ((self.capacity, self.in_step), (self.capacity / self.hw.l2_partitions, self.in_step * self.near_in_step))
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
-            halos = [(occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours]
-            for i, capacity in enumerate((self.capacity, self.capacity / self.hw.l2_partitions)):
-                own = kept(occ.gap, capacity)
+            own_reuse = between(occ.gap)
+            halos = [(gap, between(gap), overlap) for gap, overlap in
+                     ((occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours)]
+            for i, (capacity, in_step) in enumerate(levels):
+                own = kept(own_reuse, occ.gap, capacity, in_step)
                 lost = (1.0 - own) * size
-                for gap, overlap in halos:  # halos a neighbour brought in, if still held
-                    lost -= (1.0 - own) * kept(gap, capacity) * overlap
+                for gap, reuse, overlap in halos:  # halos a neighbour brought in, if still held
+                    lost -= (1.0 - own) * kept(reuse, gap, capacity, in_step) * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1]
+
+
+def _keys(tiles: np.ndarray, key_offsets: tuple[int, int, int]) -> np.ndarray:
+    """Each dispatch position's footprint key: its tile's (row, col, z) times the stream's key offsets."""
+    key = np.zeros(tiles.shape[0], dtype=np.int64)
+    for axis, offset in enumerate(key_offsets):
+        if offset:
+            key += tiles[:, axis] * offset
+    return key
+
+
+def default_resident(hw: HardwareModel, threads: int) -> int:
+    """Blocks running at once when nothing better is known: as many per SM or CU as the threads allow."""
+    per_cu = min(hw.max_blocks_per_cu, hw.max_threads_per_cu // max(1, threads)) or 1
+    return per_cu * hw.compute_units
 
 
 @dataclass(frozen=True)
@@ -155,8 +212,8 @@ class _Occurrences:
     key: np.ndarray
     position: np.ndarray
     gap: np.ndarray
-    sorted_gaps: np.ndarray  # the non-zero gaps, sorted
-    gap_sums: np.ndarray  # prefix sums of sorted_gaps
+    shorter: np.ndarray  # shorter[d]: how many non-zero gaps are below d (d from 0 to the block count + 1)
+    shorter_sum: np.ndarray  # shorter_sum[d]: the sum of those gaps
     codes: np.ndarray  # key * span + position, sorted
     span: int
 
@@ -164,8 +221,8 @@ class _Occurrences:
         """Expected distinct keys among `window` consecutive blocks: the window, less the blocks whose key
         already appeared earlier in the same window (a block with gap g repeats in a window of length d
         placed at random with probability (d - g) / count when g < d)."""
-        below = np.searchsorted(self.sorted_gaps, window, side="left")
-        repeats = (window * below - self.gap_sums[below]) / count
+        at = np.minimum(window, self.shorter.size - 1)
+        repeats = (window * self.shorter[at] - self.shorter_sum[at]) / count
         return np.maximum(window - repeats, 1.0)
 
     def gap_to(self, keys: np.ndarray) -> np.ndarray:
@@ -177,14 +234,27 @@ class _Occurrences:
 
 
 def _occurrences(key: np.ndarray, position: np.ndarray) -> _Occurrences:
+    """`position` is the dispatch positions in order (0, 1, 2, ...), `key` each one's footprint key."""
     key = key - key.min() if key.size else key
     span = int(position.size) + 1
-    codes = key * span + position
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    same = np.concatenate([[False], (sorted_codes[1:] // span) == (sorted_codes[:-1] // span)])
-    gap_sorted = np.where(same, np.diff(sorted_codes, prepend=0), 0)
+    # by key, and by position within a key; a key that fits 16 bits sorts by radix, several times faster
+    small = key.size and int(key.max()) < 1 << 16
+    order = np.argsort(key.astype(np.uint16) if small else key, kind="stable")
+    sorted_key = key[order]
+    sorted_position = position[order]
+    gap_sorted = np.zeros_like(sorted_position)
+    if key.size > 1:
+        same = sorted_key[1:] == sorted_key[:-1]
+        gap_sorted[1:] = np.where(same, sorted_position[1:] - sorted_position[:-1], 0)
     gap = np.empty_like(gap_sorted)
     gap[order] = gap_sorted
-    finite = np.sort(gap[gap > 0])
-    return _Occurrences(key, position, gap, finite, np.concatenate([[0], np.cumsum(finite)]), sorted_codes, span)
+    # gaps run from 1 to the block count: a histogram and its running sums answer "how many, and what sum,
+    # below d" for every window d at once
+    counts = np.bincount(gap_sorted, minlength=span + 1)
+    counts[0] = 0
+    shorter = np.zeros(span + 2, dtype=np.int64)
+    shorter_sum = np.zeros(span + 2, dtype=np.int64)
+    np.cumsum(counts, out=shorter[1:])
+    np.cumsum(counts * np.arange(counts.size, dtype=np.int64), out=shorter_sum[1:])
+    codes = sorted_key * span + sorted_position
+    return _Occurrences(key, position, gap, shorter, shorter_sum, codes, span)

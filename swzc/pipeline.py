@@ -219,14 +219,18 @@ def _check_bindings(src: source.SourceFile, analysis: FileAnalysis, bindings: Ma
             raise SwzcError(f"--grid/--block name kernel {kernel}, which is not in {src.path} (kernels: {', '.join(sorted(names)) or 'none'})")
 
 
-def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel,
-                 bindings: Mapping[str, Value]) -> dict[int, Ranking | str]:
-    """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank)."""
-    return {i: _rank(src, k, hw, bindings) for i, k in enumerate(analysis.kernels) if block_swizzle.refusal(analysis, i) is None}
+def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
+                 compiler: bool = False, flags: tuple[str, ...] = ()) -> dict[int, Ranking | str]:
+    """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank).
+
+    `compiler`: the blocks resident at once come from compiling the file with `flags` (never running it)."""
+    return {i: _rank(src, k, hw, bindings, compiler, flags) for i, k in enumerate(analysis.kernels)
+            if block_swizzle.refusal(analysis, i) is None}
 
 
-def _rank(src: source.SourceFile, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value]) -> Ranking | str:
-    got = rank(src, kernel, hw, bindings)
+def _rank(src: source.SourceFile, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
+          compiler: bool, flags: tuple[str, ...]) -> Ranking | str:
+    got = rank(src, kernel, hw, bindings, compiler=compiler, flags=flags)
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -236,6 +240,12 @@ def _rank(src: source.SourceFile, kernel: KernelInfo, hw: HardwareModel, binding
         if launch is None or launch.tiles is None or rows * cols != launch.tiles:
             return f"the L2 model does not follow the tile loop over {loop.var} (line {loop.line})"
     return got
+
+
+def _compiler(options: Options) -> tuple[bool, tuple[str, ...]]:
+    """Whether the ranking may compile the file for its residency, and with which flags: as the compile
+    check would (the file is compiled, never run)."""
+    return options.compile, (*options.context.compile_flags(), *options.compile_flags)
 
 
 def _proof_text(proof: Proof, kernel: KernelInfo) -> str:
@@ -272,7 +282,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
     observed: tuple[str, ...] = ()
     if options.program is not None:
         analysis, observed = with_observed_launches(src, analysis, options.program)
-    ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None else {}
+    ranked = rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None else {}
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -367,7 +377,7 @@ def choose_by_model(src: source.SourceFile, analysis: FileAnalysis, options: Opt
     the model cannot rank a kernel, nothing would judge the LLM's candidates: it is not asked."""
     if options.proposer == "builtin" or options.swizzle is not None:
         return options
-    ranked = dict(options.ranked) if options.ranked is not None else rank_kernels(src, analysis, options.hw, options.bindings)
+    ranked = dict(options.ranked) if options.ranked is not None else rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options))
     chosen = dict(options.chosen)
     declined = dict(options.declined)
     notes = dict(options.notes)
@@ -424,7 +434,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
     if options.ranked is not None:
         ranked = options.ranked
     else:
-        ranked = rank_kernels(src, analysis, options.hw, options.bindings) if options.swizzle is None and not selecting else {}
+        ranked = rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None and not selecting else {}
     for index in range(len(analysis.kernels)):
         if index in options.declined:
             decisions[index] = Decision(index, "declined", options.declined[index])

@@ -1,9 +1,13 @@
 """Ranking: the built-in swizzle family, scored by the L2 model, best first.
 
-The candidates are identity, colmajor, grouped:G for G in 2..64 (below the tile rows), hilbert:K (a
-space-filling order) where the grid holds a K x K panel, and on a chiplet GPU xcd:N alone and before
-each of those.  They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
+The candidates are identity, colmajor, grouped:G and serpentine:G for G from 2 up to the tile rows (the
+steps of `GROUPS`), hilbert:K and morton:K (space-filling orders of K x K panels) where the grid holds
+such a panel, and on a chiplet GPU xcd:N and its chunked forms xcd:N:C, alone and before each of those.
+They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
 declined) unless the best candidate raises the predicted hit rate by `MARGIN_POINTS`.
+
+The model needs the blocks that run at once: from the compiler's resource usage when the caller allows a
+compile (`compiler=True`), else from the launch bounds or a stated default (swzc.residency).
 """
 
 from __future__ import annotations
@@ -17,16 +21,19 @@ from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.hw import HardwareModel
 from swzc.l2model import L2Model, Prediction
 from swzc.prove import dispatch_maps
+from swzc.residency import Residency, residency
 from swzc.source import SourceFile
 from swzc.swizzles import Step, SwizzleSpec
 
 MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
-GROUPS = (2, 4, 8, 16, 32, 64)
+GROUPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # grouped:G below the tile rows
+SERPENTINE = (2, 4, 8, 16, 32, 64)  # serpentine:G below the tile rows
+CHUNKS = (4, 16)  # xcd:N:C on a chiplet GPU
 # A larger grid is modelled over its first MAX_MODEL_BLOCKS dispatch positions: every candidate has reached
 # its steady pattern by then (a group, a panel band, a column run), and the cost per kernel stays bounded.
 MAX_MODEL_BLOCKS = 1 << 16
 NO_DATA = "no data to share"  # how a write-only kernel's reason starts: the pass declines it
-PANELS = (4, 8)
+PANELS = (4, 8, 16)  # hilbert:K and morton:K where the grid holds a K x K panel
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class Ranking:
     predictions: tuple[Prediction, ...]  # best first; identity among them
     chosen: str | None  # None: nothing beats identity by the margin
     reason: str  # why chosen, or why declined, with the numbers
+    residency: Residency | None = None  # the blocks per SM or CU the model ran with, and where that came from
 
     @property
     def identity(self) -> Prediction:
@@ -47,17 +55,22 @@ def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> 
     if adapter != "linear" and rows > 1 and cols > 1:
         tile_orders.append((Step("colmajor"),))
         tile_orders += [(Step("grouped", g),) for g in GROUPS if g < rows]
-        tile_orders += [(Step("hilbert", k),) for k in PANELS if k <= rows and k <= cols]
+        tile_orders += [(Step("serpentine", g),) for g in SERPENTINE if g < rows]
+        tile_orders += [(Step(kind, k),) for k in PANELS if k <= rows and k <= cols for kind in ("hilbert", "morton")]
     specs = [SwizzleSpec(())] + [SwizzleSpec(order) for order in tile_orders]
     if hw.chiplets > 1:
-        chip = Step("xcd", hw.chiplets)
-        specs += [SwizzleSpec((chip,))] + [SwizzleSpec((chip, *order)) for order in tile_orders]
+        chips = [Step("xcd", hw.chiplets)] + [Step("xcd", hw.chiplets, c) for c in CHUNKS]
+        specs += [SwizzleSpec((chip,)) for chip in chips]
+        specs += [SwizzleSpec((chip, *order)) for chip in chips for order in tile_orders]
     return specs
 
 
 def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
-         specs: list[SwizzleSpec] | None = None) -> Ranking | str:
-    """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot."""
+         specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | str:
+    """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
+
+    `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
+    compiled, never run); otherwise the residency comes from the launch bounds or the default."""
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
         return "no launch in this file fixes the grid (give it with --grid, or the sizes with --set)"
@@ -72,10 +85,12 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
         return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
     divisor = fp.divisor
     specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
-    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs))
+    running = residency(src, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
+    resident = _resident(running, kernel, index, hw)
+    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
     if key in _RANKED:  # a kernel of the same shape was ranked already: the same numbers
-        return replace(_RANKED[key], footprint=fp)
-    ranking = _rank(fp, fp.adapter, divisor, hw, specs)
+        return replace(_RANKED[key], footprint=fp, residency=running)
+    ranking = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
     if len(_RANKED) > 256:
         _RANKED.clear()
     _RANKED[key] = ranking
@@ -114,9 +129,18 @@ def _shape_key(fp: Footprint) -> tuple:
     return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown)
 
 
-def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec]) -> Ranking:
+def _resident(running: Residency, kernel: KernelInfo, index: int, hw: HardwareModel) -> int:
+    """Blocks (tiles, for a tile loop) in progress at once on the whole GPU."""
+    resident = running.resident_blocks(hw)
+    grid = kernel.launches[index].grid
+    if kernel.tile_loop is not None and grid is not None:  # the launched blocks each walk one tile at a time
+        resident = min(resident, max(1, grid[0] * grid[1] * grid[2]))
+    return resident
+
+
+def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int) -> Ranking:
     maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
-    model = L2Model(fp, hw)
+    model = L2Model(fp, hw, resident)
     scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
     predictions = sorted((_scaled(model.predict(s.name, order, adapter, divisor), scale) for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))

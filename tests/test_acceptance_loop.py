@@ -34,7 +34,11 @@ void run(float* A, float* B, float* C, int m) {
 }
 """
 
-ABOVE_IDENTITY = ["grouped:64", "grouped:32", "grouped:16", "grouped:8", "hilbert:8", "grouped:4", "hilbert:4", "grouped:2"]
+# the model's ranking of gemm's candidates above identity (60.8 %), best first
+ABOVE_IDENTITY = ["serpentine:64", "grouped:64", "grouped:48", "serpentine:32", "grouped:32", "grouped:24", "serpentine:16",
+                  "grouped:96", "grouped:16", "hilbert:16", "morton:16", "serpentine:8", "grouped:12", "grouped:8", "hilbert:8",
+                  "morton:8", "grouped:128", "serpentine:4", "grouped:6", "grouped:192", "morton:4", "hilbert:4", "grouped:4",
+                  "serpentine:2", "grouped:3", "grouped:2"]
 FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilbert:4", "grouped:16", "grouped:64"]
 
 
@@ -86,10 +90,10 @@ def outcomes(result):
 
 def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_of_the_family(measured):
     asked, _, _ = measured
-    result = run({"max_iterations": 20})
+    result = run({"max_iterations": 30})
     assert set(asked) == {"gemm", "open_grid"}  # scale: the model sees no gain; synced: refused
     assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY  # never identity, nor what only ties it
-    assert all(rate is not None and rate > 39.9 for _, rate in asked["gemm"]["candidates"])
+    assert all(rate is not None and rate > 60.7 for _, rate in asked["gemm"]["candidates"])
     assert asked["open_grid"]["candidates"] == [(name, None) for name in FAMILY]
     assert result.benchmarked and [b.kernel for b in result.bench] == ["gemm", "open_grid"]
     kernels = outcomes(result)
@@ -128,8 +132,8 @@ def test_each_candidate_is_measured_on_a_rewrite_of_that_kernel_alone(measured):
     asked, _, _ = measured
     run({"max_iterations": 1})
     gemm, other = asked["gemm"]["text"], asked["open_grid"]["text"]
-    assert b"swzc_grouped64_2d" in gemm and b"open_grid(const float* A, float* C, int n) {\n  const uint3" not in gemm
-    assert b"swzc_grouped8_2d" in other and b"const uint3 swzc_block = swzc_grouped64_2d" not in other
+    assert b"swzc_serpentine64_2d" in gemm and b"open_grid(const float* A, float* C, int n) {\n  const uint3" not in gemm
+    assert b"swzc_grouped8_2d" in other and b"const uint3 swzc_block = swzc_serpentine64_2d" not in other
 
 
 def test_only_the_kernels_asked_for_are_measured(measured):

@@ -345,8 +345,8 @@ def test_rewrite_json(work):
     (kernel,) = doc["kernels"]
     assert {"name", "line", "status", "reason", "swizzle", "adapter", "grids", "proof"} <= kernel.keys()
     assert kernel["name"] == "tile2d" and kernel["line"] == 2 and kernel["status"] == "rewritten"
-    assert kernel["swizzle"] == "grouped:64" and kernel["adapter"] == "2d"
-    assert "L2 hits" in kernel["chosen_by"] and kernel["candidates"][0]["name"] == "grouped:64"
+    assert kernel["swizzle"] == "serpentine:64" and kernel["adapter"] == "2d"
+    assert "L2 hits" in kernel["chosen_by"] and kernel["candidates"][0]["name"] == "serpentine:64"
     assert kernel["grids"] == [[256, 256, 1, 0]]
     assert kernel["proof"] == "bijection on grid 256x256x1"
 
@@ -367,7 +367,7 @@ def test_analyze_json(work):
     assert (doc["file"], doc["dialect"], doc["hw"]) == ("k.cu", "cuda", "h200")
     (kernel,) = doc["kernels"]
     assert {"name", "status", "reason", "grid", "chosen", "block_index_reads", "launches", "decode", "hazards"} <= kernel.keys()
-    assert (kernel["name"], kernel["status"], kernel["chosen"], kernel["grid"]) == ("tile2d", "candidate", "grouped:64", [256, 256, 1])
+    assert (kernel["name"], kernel["status"], kernel["chosen"], kernel["grid"]) == ("tile2d", "candidate", "serpentine:64", [256, 256, 1])
     assert [(r["line"], r["text"], r["axis"]) for r in kernel["block_index_reads"]] == [(3, "blockIdx.y", "y"), (4, "blockIdx.x", "x")]
     (launch,) = kernel["launches"]
     assert (launch["line"], launch["api"], launch["grid"], launch["grid_value"], launch["block_value"]) == (
@@ -385,16 +385,51 @@ def test_analyze_json_refused_and_decoded(work):
     (kernel,) = json.loads(invoke("analyze", "d.cu", "--json", "--hw", "mi300x").stdout)["kernels"]
     assert kernel["decode"] == {"divisor": "num_pid_n", "lines": [11, 12]}
     assert kernel["candidates"] and (kernel["chosen"] is None) == (kernel["status"] == "declined")
-    assert {c["name"] for c in kernel["candidates"]} >= {"identity", "xcd:8", "xcd:8+grouped:8", "hilbert:8"}
+    assert {c["name"] for c in kernel["candidates"]} >= {"identity", "xcd:8", "xcd:8+grouped:8", "hilbert:8", "xcd:8:4",
+                                                         "xcd:8:16+morton:4", "xcd:8:4+serpentine:32"}
     assert kernel["launches"][0]["decode_divisor_value"] == 64
 
 
 def test_analyze_text(work):
     result = invoke("analyze", "k.cu")
     assert result.exit_code == 0
-    assert "kernel tile2d (line 2): would rewrite with grouped:64" in result.stdout
+    assert "kernel tile2d (line 2): would rewrite with serpentine:64" in result.stdout
     assert "grid grid = 256x256x1" in result.stdout
-    assert "grouped:64" in result.stdout.split("L2 model:")[1].splitlines()[1]
+    assert "serpentine:64" in result.stdout.split("L2 model:")[1].splitlines()[1]
+    assert "resident: 8 blocks per SM or CU, bound by threads" in result.stdout
+
+
+SHARED_HEAVY = b"""\
+__global__ void heavy(const float* A, float* C, int n) {
+  __shared__ float stage[16][640];  // 40 KB
+  const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+  for (int k = threadIdx.x; k < 640; k += 16) stage[threadIdx.y][k] = A[row * n + k];
+  __syncthreads();
+  float acc = 0.0f;
+  for (int k = 0; k < 640; ++k) acc += stage[threadIdx.y][k];
+  C[row * n + col] = acc;
+}
+int main() {
+  const int n = 4096;
+  dim3 grid(n / 16, n / 16), block(16, 16);
+  heavy<<<grid, block>>>(0, 0, n);
+}
+"""
+
+
+@needs_nvcc
+def test_analyze_reads_residency_from_the_compiler_unless_told_not_to(work):
+    """256 threads and 40 KB of shared memory a block: 5 blocks per SM on the H200 (40 KB + 1 KB reserved,
+    5 x 41 KB <= 228 KB < 6 x 41 KB), where the threads alone would allow 8.  nvcc reports the shared
+    memory; without the compile the static array is read from the source and gives the same."""
+    (work / "s.cu").write_bytes(SHARED_HEAVY)
+    (kernel,) = json.loads(invoke("analyze", "s.cu", "--json").stdout)["kernels"]
+    assert kernel["residency"]["source"].startswith("nvcc --resource-usage")
+    assert (kernel["residency"]["blocks_per_cu"], kernel["residency"]["limit"]) == (5, "shared memory")
+    assert kernel["residency"]["shared_bytes_per_block"] == 40 * 1024
+    (kernel,) = json.loads(invoke("analyze", "s.cu", "--json", "--no-compile").stdout)["kernels"]
+    assert kernel["residency"]["source"].startswith("default") and "compiler not used" in kernel["residency"]["source"]
+    assert kernel["residency"]["blocks_per_cu"] == 5
 
 
 def test_version():

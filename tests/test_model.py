@@ -77,14 +77,15 @@ __global__ void k(const float* a, float* out) {
 int main() { k<<<4, 8>>>(0, 0); }"""
 
 
-def predict(code, order, hw):
+def predict(code, order, hw, resident=1, in_step=0.7):
     fp, kernel = fp_of(code)
     (mapping,) = dispatch_maps([(parse_spec(order), kernel.adapter)], (*fp.grid, 0))
-    return L2Model(fp, hw, effective=1.0, softness=0.25).predict(order, mapping, kernel.adapter)
+    return L2Model(fp, hw, resident, effective=1.0, softness=0.25, in_step=in_step).predict(order, mapping, kernel.adapter)
 
 
 def test_model_on_a_case_computed_by_hand():
-    """Four blocks of 8 threads: each reads the same 32-byte unit of `a` and writes its own unit of `out`.
+    """Four blocks of 8 threads, one at a time: each reads the same 32-byte unit of `a` and writes its own
+    unit of `out`.
 
     Requests: 4 reads + 4 writes = 8.  The first read misses.  Each later read comes one block after the
     last one; in between, L2 saw 1 unit read + 1 unit written = 2 units.  With room for 1,024 units they
@@ -96,6 +97,30 @@ def test_model_on_a_case_computed_by_hand():
     p = predict(SHARED, "identity", tiny_gpu(32))
     assert (p.requests, p.read_misses, p.l2_hit_rate) == (8, 4, 50.0)
     assert p.dram_bytes == (4 + 4) * 32
+
+
+def test_co_resident_blocks_in_step_share_what_lru_would_lose():
+    """The same four blocks with a one-unit L2, where LRU alone loses every reuse.
+
+    All four running at once (resident 4) and all in step (share 1.0): each later read follows the block
+    before it, 1 position back, so a share 1 * (1 - 1/4)^2 = 0.5625 hits: 1 + 3 x 0.4375 = 2.3125 misses
+    of 8 requests (71.09 %).  Two at a time: (1 - 1/2)^2 = 0.25 hits: 1 + 3 x 0.75 = 3.25 misses
+    (59.375 %).  Half of them in step, two at a time: 0.125 hits: 1 + 3 x 0.875 = 3.625 misses (54.69 %)."""
+    small = tiny_gpu(32)
+    assert predict(SHARED, "identity", small, resident=4, in_step=1.0).l2_hit_rate == 71.09
+    assert predict(SHARED, "identity", small, resident=2, in_step=1.0).l2_hit_rate == 59.38
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.5).l2_hit_rate == 54.69
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.0).l2_hit_rate == 50.0
+
+
+def test_co_resident_reuse_depends_on_the_blocks_that_run_at_once():
+    """The naive GEMM's B strip is shared by blocks a tile row (256 positions) apart: when 1,056 blocks run
+    at once (8 per SM) part of that reuse is in step; when 132 do (1 per SM) none of it is."""
+    fp, kernel = fp_of(KERNELS / "naive_gemm.cu")
+    (mapping,) = dispatch_maps([(parse_spec("identity"), kernel.adapter)], (*fp.grid, 0))
+    h200 = hwmodels.load("h200")
+    eight, one = (L2Model(fp, h200, r).predict("identity", mapping, kernel.adapter) for r in (1056, 132))
+    assert eight.l2_hit_rate > one.l2_hit_rate + 10 and eight.dram_bytes < one.dram_bytes
 
 
 def test_model_grouping_beats_rows_on_the_naive_gemm():
@@ -122,7 +147,7 @@ def test_analyze_json_contract():
     assert {"name", "status", "reason", "grid", "candidates", "chosen"} <= kernel.keys()
     assert kernel["grid"] == [128, 128, 1]
     names = [c["name"] for c in kernel["candidates"]]
-    assert {"identity", "colmajor", "grouped:8", "hilbert:8"} <= set(names)
+    assert {"identity", "colmajor", "grouped:8", "hilbert:8", "serpentine:8", "morton:8", "grouped:12", "hilbert:16"} <= set(names)
     assert all(parse_spec(n).name == n for n in names)  # spelled as --swizzle takes them
     assert all(0.0 <= c["predicted_l2_hit_rate"] <= 100.0 and c["predicted_dram_bytes"] > 0 for c in kernel["candidates"])
     assert kernel["chosen"] == names[0] != "identity"
@@ -145,3 +170,37 @@ def test_mi300x_stencil_gains_from_the_chiplet_remap():
     model = L2Model(fp, hwmodels.load("mi300x"))
     base, remap = (model.predict(n, m, kernel.adapter).l2_hit_rate for n, m in zip(names, maps))
     assert remap - base > 30
+
+
+def test_the_ranking_runs_the_model_with_the_kernels_residency():
+    """The naive GEMM as it is (8 blocks per SM: 256 threads) and with 40 KB of static shared memory a block
+    (5 per SM): with fewer blocks at once, fewer of identity's B reuses (256 positions apart) are in step."""
+    from swzc.rank import rank
+
+    text = (KERNELS / "naive_gemm.cu").read_text()
+    heavy = text.replace("  float acc = 0.0f;", "  __shared__ float pad[10240];\n  if (n < 0) pad[threadIdx.x] = 0.0f;\n  float acc = 0.0f;", 1)
+    assert heavy != text
+    h200 = hwmodels.load("h200")
+    got = []
+    for code in (text, heavy):
+        src = load_bytes("g.cu", code.encode())
+        (kernel,) = analyze(src).kernels
+        got.append(rank(src, kernel, h200))
+    plain, fewer = got
+    assert (plain.residency.blocks_per_cu, fewer.residency.blocks_per_cu) == (8, 5)
+    assert fewer.residency.limit == "shared memory" and "compiler not used" in fewer.residency.source
+    assert fewer.identity.l2_hit_rate < plain.identity.l2_hit_rate - 2
+
+
+def test_the_stencil_s_halo_comes_from_the_neighbour_that_read_it():
+    """The 5-point stencil reads a row above and below its 8: those halo rows are the neighbours' rows,
+    read one tile row (256 positions) earlier, still in L2.  Measured by ncu on the H200: 64.2 %
+    (bench/results/l2_ncu_h200.json).  Without the halo term more units would miss."""
+    fp, kernel = fp_of(KERNELS / "stencil2d.cu")
+    (mapping,) = dispatch_maps([(parse_spec("identity"), kernel.adapter)], (*fp.grid, 0), 1 << 16)
+    model = L2Model(fp, hwmodels.load("h200"), 132 * 8)
+    with_halo = model.predict("identity", mapping, kernel.adapter)
+    assert with_halo.l2_hit_rate == pytest.approx(64.2, abs=1.0)
+    model.reads = [dataclasses.replace(s, neighbours=()) for s in model.reads]
+    without = model.predict("identity", mapping, kernel.adapter)
+    assert without.read_misses > with_halo.read_misses * 1.05

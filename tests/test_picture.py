@@ -207,8 +207,8 @@ def test_show_draws_identity_beside_the_models_choice(work):
     result = invoke("show", "gemm.cu", "-o", "order.png")
     assert result.exit_code == 0, result.output
     assert (work / "order.png").read_bytes().startswith(PNG_MAGIC)
-    assert "identity — 40.0 % L2 hits (predicted)" in result.stdout
-    assert "grouped:64 — 98.5 % L2 hits (predicted)" in result.stdout
+    assert "identity — 60.8 % L2 hits (predicted)" in result.stdout
+    assert "serpentine:64 — 98.7 % L2 hits (predicted)" in result.stdout
     assert (work / "gemm.cu").read_bytes() == GEMM
 
 
@@ -217,7 +217,7 @@ def test_show_svg_with_html_page(work):
     assert result.exit_code == 0, result.output
     page = (work / "order.html").read_text()
     assert "<svg" in page and "<?xml" not in page
-    assert 'class="shown"><td>hilbert:8' in page and 'class="shown"><td>grouped:64' in page
+    assert 'class="shown"><td>hilbert:8' in page and 'class="shown"><td>serpentine:64' in page
 
 
 def test_show_html_escapes_a_hostile_file_name(work):

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Predicted (swzc's L2 model) against measured (ncu on the H200) L2 hit rate and DRAM bytes.
 
-    python3 bench/l2/compare.py [--results bench/results/l2_ncu_h200.json] [--hw h200] [--out bench/results/l2_model_vs_ncu_h200.md]
+    python3 bench/l2/compare.py [--results A.json,B.json] [--times bench/results/l2_times_h200.json] [--hw h200]
+                                [--out bench/results/l2_model_vs_ncu_h200.md]
 
-Reads the measured table, predicts every (kernel, candidate) with the model swzc ranks with, and writes a
-Markdown table with the mean absolute error of the hit rate and, per kernel, the model's top pick
-against the best measured candidate.
+Reads the measured tables (a later file's row for a (kernel, order) pair already read is ignored), predicts
+every (kernel, order) with the model swzc ranks with (the residency from the compiler, as `swzc rewrite`
+has it), and writes a Markdown table with the mean absolute error of the hit rate per kernel, marked as
+in the half the model's constants were fitted on (bench/l2/fit.py) or held out; per kernel, the model's
+top pick against the best measured hit rate; and, where the orders were timed, whether the fastest is
+among the model's top four.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from swzc.analysis import analyze
 from swzc.rank import Ranking, rank
 from swzc.swizzles import parse_spec
 
-from make_variants import kernel_source  # noqa: E402  (bench/l2 is the script's folder)
+from fit import DEFAULT_RESULTS, FIT, measurements  # noqa: E402  (bench/l2 is the script's folder)
+from make_variants import kernel_source  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,45 +40,81 @@ def predict_all(results: list[dict], hw_name: str) -> dict[tuple[str, str], obje
         src = source.load_bytes(str(path), text.encode())
         (info,) = [k for k in analyze(src).kernels if k.name == kernel]
         specs = [parse_spec(r["candidate"]) for r in results if r["kernel"] == kernel]
-        ranking = rank(src, info, hw, specs=specs)
+        ranking = rank(src, info, hw, specs=specs, compiler=True)
         assert isinstance(ranking, Ranking), ranking
         out.update(((kernel, p.candidate), p) for p in ranking.predictions)
     return out
 
 
+def _spreads(runs: list[dict]) -> dict[str, float]:
+    """Per kernel, the median over its orders of (slowest run - fastest run) / median run, in percent."""
+    by_order: dict[tuple[str, str], list[float]] = {}
+    for run in runs:
+        by_order.setdefault((run["kernel"], run["candidate"]), []).append(run["ms"])
+    per_kernel: dict[str, list[float]] = {}
+    for (kernel, _), ms in by_order.items():
+        if len(ms) > 1:
+            per_kernel.setdefault(kernel, []).append(100 * (max(ms) - min(ms)) / statistics.median(ms))
+    return {kernel: statistics.median(values) for kernel, values in per_kernel.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--results", default="bench/results/l2_ncu_h200.json")
+    parser.add_argument("--results", default=DEFAULT_RESULTS)
+    parser.add_argument("--times", default="bench/results/l2_times_h200.json")
     parser.add_argument("--hw", default="h200")
     parser.add_argument("--out", default="bench/results/l2_model_vs_ncu_h200.md")
     args = parser.parse_args()
-    doc = json.loads(Path(args.results).read_text())
-    results = [r for r in doc["results"] if r.get("ok", True) and r.get("l2_hit_pct") is not None]
+    paths = args.results.split(",")
+    docs = [json.loads(Path(p).read_text()) for p in paths if Path(p).is_file()]
+    results = measurements(paths)
+    timing = json.loads(Path(args.times).read_text()) if Path(args.times).is_file() else {"median_ms": {}, "runs": []}
+    times = timing["median_ms"]
+    spreads = _spreads(timing["runs"])
     start = time.perf_counter()
     predicted = predict_all(results, args.hw)
     elapsed = time.perf_counter() - start
-    lines = [f"# swzc's L2 model against ncu on the {doc.get('device', 'GPU')}", "",
-             f"Measured {doc.get('date', '')} with: " + "; ".join(f"`{c}`" for c in doc.get("commands", [])) + ".",
-             f"Predicted with `python3 bench/l2/compare.py --hw {args.hw}` ({elapsed:.1f} s for {len(results)} predictions).", "",
-             "| kernel | candidate | measured L2 hit % | predicted L2 hit % | error (pt) | measured DRAM read MB | predicted DRAM MB (read + write) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    commands = [c for doc in docs for c in doc.get("commands", [])]
+    lines = [f"# swzc's L2 model against ncu on the {docs[0].get('device', 'GPU')}", "",
+             "Measured with: " + "; ".join(f"`{c}`" for c in commands) + ".", "",
+             f"Timed with: {', '.join(f'`{c}`' for c in json.loads(Path(args.times).read_text())['commands'])}." if times else "",
+             f"Predicted with `python3 bench/l2/compare.py --hw {args.hw}` ({elapsed:.1f} s for {len(results)} predictions), "
+             "the constants from `python3 bench/l2/fit.py` (bench/results/l2_fit_h200.json).", "",
+             "| kernel | order | measured L2 hit % | predicted L2 hit % | error (pt) | measured DRAM read MB | predicted DRAM MB (read + write) | time ms |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     errors, per_kernel = [], {}
-    for r in results:
+    for r in sorted(results, key=lambda r: (r["kernel"], -predicted[r["kernel"], r["candidate"]].l2_hit_rate)):
         p = predicted[r["kernel"], r["candidate"]]
         err = p.l2_hit_rate - r["l2_hit_pct"]
         errors.append(abs(err))
         per_kernel.setdefault(r["kernel"], []).append((r, p))
+        ms = times.get(r["kernel"], {}).get(r["candidate"])
         lines.append(f"| {r['kernel']} | {r['candidate']} | {r['l2_hit_pct']:.1f} | {p.l2_hit_rate:.1f} | {err:+.1f} | "
-                     f"{r['dram_read_bytes'] / 1e6:,.0f} | {p.dram_bytes / 1e6:,.0f} |")
-    lines += ["", "| kernel | MAE (pt) | model's pick (by predicted hit rate) | its measured hit % | best measured | best measured hit % | pick within 3 pt |",
-              "|---|---:|---|---:|---|---:|---|"]
+                     f"{r['dram_read_bytes'] / 1e6:,.0f} | {p.dram_bytes / 1e6:,.0f} | {'' if ms is None else f'{ms:.3f}'} |")
+    lines += ["", "| kernel | constants | orders | MAE (pt) | model's pick | its measured hit % | best measured | best measured hit % | "
+              "pick within 3 pt | fastest measured (speed-up over identity) | its rank by the model | "
+              "fastest of the model's top 4: time over the fastest | runs' spread (median) |",
+              "|---|---|---:|---:|---|---:|---|---:|---|---|---:|---|---:|"]
     for kernel, rows in per_kernel.items():
         mae = statistics.mean(abs(p.l2_hit_rate - r["l2_hit_pct"]) for r, p in rows)
-        pick_r, _ = min(rows, key=lambda rp: (-rp[1].l2_hit_rate, rp[1].dram_bytes))
+        by_model = sorted(rows, key=lambda rp: (-rp[1].l2_hit_rate, rp[1].dram_bytes))
+        pick_r = by_model[0][0]
         best_r = max(rows, key=lambda rp: rp[0]["l2_hit_pct"])[0]
         ok = best_r["l2_hit_pct"] - pick_r["l2_hit_pct"] <= 3.0
-        lines.append(f"| {kernel} | {mae:.1f} | {pick_r['candidate']} | {pick_r['l2_hit_pct']:.1f} | {best_r['candidate']} | "
-                     f"{best_r['l2_hit_pct']:.1f} | {'yes' if ok else 'no'} |")
+        fastest = place = top = spread = ""
+        timed = times.get(kernel, {})
+        if timed:
+            name = min((r["candidate"] for r, _ in rows if r["candidate"] in timed), key=timed.get)
+            fastest = f"{name} ({timed['identity'] / timed[name]:.3f}x)" if "identity" in timed else name
+            place = str(1 + [r["candidate"] for r, _ in by_model].index(name))
+            four = [r["candidate"] for r, _ in by_model[:4] if r["candidate"] in timed]
+            if four:
+                quick = min(four, key=timed.get)
+                top = f"{quick} +{100 * (timed[quick] / timed[name] - 1):.2f} %"
+            spread = f"{spreads.get(kernel, 0.0):.2f} %"
+        lines.append(f"| {kernel} | {'fitted' if kernel in FIT else 'held out'} | {len(rows)} | {mae:.1f} | {pick_r['candidate']} | "
+                     f"{pick_r['l2_hit_pct']:.1f} | {best_r['candidate']} | {best_r['l2_hit_pct']:.1f} | {'yes' if ok else 'no'} | "
+                     f"{fastest} | {place} | {top} | {spread} |")
     lines += ["", f"Mean absolute error over all {len(errors)} measurements: {statistics.mean(errors):.1f} points "
               f"(max {max(errors):.1f})."]
     Path(args.out).write_text("\n".join(lines) + "\n")

@@ -8,6 +8,11 @@ skipped and listed, with swzc's reason, in the manifest. Output: bench/l2/varian
 and bench/l2/variants/manifest.json, which bench/l2/run_ncu.sh reads on the GPU machine.
 
     python3 bench/l2/make_variants.py [--swzc PATH] [--kernels a,b] [--candidates x,y] [--compile-check]
+    python3 bench/l2/make_variants.py --family [--hw h200] [--skip-measured RESULTS.json,...]
+
+--family takes, for each kernel, every order swzc ranks on that GPU (swzc.rank.candidates on the kernel's
+tile grid) besides CANDIDATES; --skip-measured leaves out the (kernel, order) pairs a results file holds
+already, except identity, which is measured again as the run's control.
 """
 from __future__ import annotations
 
@@ -86,6 +91,33 @@ def kernel_source(kernel: str) -> tuple[Path, str]:
     return (base if not replacements else VARIANTS_DIR / f"{kernel}.cu"), text
 
 
+def family(kernel: str, hw_name: str) -> list[str]:
+    """Every order swzc ranks for KERNEL on HW_NAME, by name (needs swzc importable)."""
+    from swzc import hw as hwmodels
+    from swzc import source
+    from swzc.analysis import analyze as analyze_file
+    from swzc.rank import _footprint, candidates
+
+    path, text = kernel_source(kernel)
+    src = source.load_bytes(str(path), text.encode())
+    (info,) = [k for k in analyze_file(src).kernels if k.name == kernel]
+    index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)
+    fp = _footprint(src, info, index, None)
+    if isinstance(fp, str):
+        sys.exit(f"make_variants: no footprint for {kernel}: {fp}")
+    return [spec.name for spec in candidates(fp.adapter, fp.tiles, hwmodels.load(hw_name))]
+
+
+def measured(paths: list[str]) -> set[tuple[str, str]]:
+    """The (kernel, candidate) pairs the results files hold with a hit rate."""
+    pairs = set()
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        rows = doc["results"] if isinstance(doc, dict) else doc
+        pairs |= {(r["kernel"], r["candidate"]) for r in rows if r.get("l2_hit_pct") is not None}
+    return pairs
+
+
 def analyze(swzc: str, src: Path) -> dict:
     """The one __global__ kernel of SRC as swzc sees it: name, status, grid."""
     rc, doc, err = run_json([swzc, "analyze", rel(src), "--json"])
@@ -151,6 +183,10 @@ def main() -> int:
     ap.add_argument("--kernels", help="comma-separated subset of " + ",".join(KERNELS))
     ap.add_argument("--candidates", help="comma-separated candidates (default: the full list)")
     ap.add_argument("--compile-check", action="store_true", help="compile every variant with nvcc -c")
+    ap.add_argument("--family", action="store_true", help="also every order swzc ranks for each kernel on --hw")
+    ap.add_argument("--hw", default="h200", help="the GPU model whose family --family takes (default h200)")
+    ap.add_argument("--manifest", default="manifest.json", help="the manifest's name in bench/l2/variants/")
+    ap.add_argument("--skip-measured", help="comma-separated results files: leave out the pairs they hold (not identity)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 4)
     args = ap.parse_args()
 
@@ -160,6 +196,7 @@ def main() -> int:
     VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
     version = subprocess.run([swzc, "--version"], capture_output=True, text=True).stdout.strip()
 
+    done = measured(args.skip_measured.split(",")) if args.skip_measured else set()
     variants, skipped = [], []
     for kernel in kernels:
         src, text = kernel_source(kernel)
@@ -169,7 +206,9 @@ def main() -> int:
             src.write_text(text)
         info = analyze(swzc, src)
         grid = (info.get("grid") or None)
-        jobs = [(c, VARIANTS_DIR / f"{kernel}__{slug(c)}.cu") for c in candidates]
+        mine = list(dict.fromkeys(candidates + (family(kernel, args.hw) if args.family else [])))
+        mine = [c for c in mine if c == "identity" or (kernel, c) not in done]
+        jobs = [(c, VARIANTS_DIR / f"{kernel}__{slug(c)}.cu") for c in mine]
         with concurrent.futures.ThreadPoolExecutor(min(args.jobs, len(jobs))) as pool:
             recs = list(pool.map(lambda j: make_one(swzc, kernel, j[0], src, j[1]), jobs))
         for rec in recs:
@@ -189,6 +228,8 @@ def main() -> int:
         "generated_by": "bench/l2/make_variants.py",
         "swzc": version,
         "candidates": candidates,
+        "family": args.hw if args.family else None,
+        "skip_measured": args.skip_measured,
         "variants": [
             {k: r.get(k) for k in ("kernel", "candidate", "file", "function", "swzc_status", "proof")}
             for r in variants
@@ -198,8 +239,8 @@ def main() -> int:
             for r in skipped
         ],
     }
-    (VARIANTS_DIR / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{len(variants)} variants, {len(skipped)} skipped -> {rel(VARIANTS_DIR / 'manifest.json')}")
+    (VARIANTS_DIR / args.manifest).write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(variants)} variants, {len(skipped)} skipped -> {rel(VARIANTS_DIR / args.manifest)}")
 
     if args.compile_check and compile_check([v["file"] for v in variants], args.jobs):
         return 1

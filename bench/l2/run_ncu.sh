@@ -4,7 +4,7 @@
 # Runs ON THE GPU MACHINE, from the repository root; needs nvcc, ncu and python3 (stdlib only), not swzc.
 #   OUT=/some/dir bash bench/l2/run_ncu.sh            # default OUT=./l2_out
 #   bash bench/l2/run_ncu.sh --parse-only LOG         # re-parse a raw log (writes results.json next to it)
-# Environment: KERNELS=naive_gemm,transpose (subset), JOBS (parallel nvcc, default 16),
+# Environment: MANIFEST (default bench/l2/variants/manifest.json), KERNELS=naive_gemm,transpose (subset), JOBS (parallel nvcc, default 16),
 #   BUDGET_S (stop starting new variants after this many seconds, default 450), NCU, NVCC (executables),
 #   BIN (where the binaries go, default /tmp/l2bin).
 #
@@ -16,7 +16,7 @@
 # Output in $OUT: l2_raw.log (every command's output, in marked sections), results.json, table.txt.
 set -uo pipefail
 
-MANIFEST=bench/l2/variants/manifest.json
+MANIFEST="${MANIFEST:-bench/l2/variants/manifest.json}"
 METRICS=lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors.sum
 BIN="${BIN:-/tmp/l2bin}"
 

@@ -29,17 +29,18 @@ def main() -> None:
     hw = hwmodels.load("mi300x")
     lines = ["# swzc's MI300X L2 model against SwizzlePerf's published L2 changes", "",
              "Command: `python3 bench/mi300x/check_swizzleperf.py`.  Model only: no MI300X was measured here.", "",
-             "| kernel | baseline | swizzle | predicted baseline L2 % | predicted swizzled L2 % | predicted change (pt) | SwizzlePerf change (pt) |",
-             "|---|---|---|---:|---:|---:|---:|"]
+             "| kernel | baseline | swizzle | predicted baseline L2 % | predicted swizzled L2 % | predicted change (pt) | SwizzlePerf change (pt) | blocks per CU (source) |",
+             "|---|---|---|---:|---:|---:|---:|---|"]
     for title, path, base, swz, published in CASES:
         src = source.load(str(path))
         (kernel,) = analyze(src).kernels
         names = list(dict.fromkeys(["identity", base, swz]))  # rank scores against identity
-        ranking = rank(src, kernel, hw, specs=[parse_spec(n) for n in names])
+        ranking = rank(src, kernel, hw, specs=[parse_spec(n) for n in names], compiler=True)
         assert isinstance(ranking, Ranking), ranking
         a, b = (next(p for p in ranking.predictions if p.candidate == name) for name in (base, swz))
         lines.append(f"| {title} | {base} | {swz} | {a.l2_hit_rate:.1f} | {b.l2_hit_rate:.1f} | "
-                     f"{b.l2_hit_rate - a.l2_hit_rate:+.1f} | {published} |")
+                     f"{b.l2_hit_rate - a.l2_hit_rate:+.1f} | {published} | "
+                     f"{ranking.residency.blocks_per_cu if ranking.residency else '-'} ({ranking.residency.source if ranking.residency else 'none'}) |")
     out = ROOT / "bench/results/mi300x_model_vs_swizzleperf.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

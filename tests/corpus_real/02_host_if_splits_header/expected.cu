@@ -22,21 +22,24 @@
   } while (0)
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
-// grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
-static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
+// serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
+// every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
+static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned first_row = p / per_group * g;
+  const unsigned group = p / per_group;
+  const unsigned first_row = group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
   const unsigned k = p % per_group;
-  return (first_row + k % rows) * n + k / rows;
+  const unsigned col = k / rows;
+  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
-// grouped:32 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
-static __device__ __forceinline__ uint3 swzc_grouped32_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
+// serpentine:32 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
+static __device__ __forceinline__ uint3 swzc_serpentine32_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
   const unsigned m = gy, n = gx;
   unsigned p = by * n + bx;
-  p = swzc_grouped(p, m, n, 32u);
+  p = swzc_serpentine(p, m, n, 32u);
   return make_uint3(p % n, p / n, bz);
 }
 
@@ -44,7 +47,7 @@ __global__ void matmul_tiled(const float* __restrict__ A, const float* __restric
                              int m, int n, int k) {
   __shared__ float As[TILE][TILE];
   __shared__ float Bs[TILE][TILE + 1];
-  const uint3 swzc_block = swzc_grouped32_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: grouped:32
+  const uint3 swzc_block = swzc_serpentine32_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: serpentine:32
   const int row = swzc_block.y * TILE + threadIdx.y;
   const int col = swzc_block.x * TILE + threadIdx.x;
   float acc = 0.0f;

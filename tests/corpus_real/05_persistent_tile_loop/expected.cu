@@ -19,21 +19,24 @@ using namespace nvcuda;
 #define TILE 32
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
-// grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
-static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
+// serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
+// every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
+static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned first_row = p / per_group * g;
+  const unsigned group = p / per_group;
+  const unsigned first_row = group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
   const unsigned k = p % per_group;
-  return (first_row + k % rows) * n + k / rows;
+  const unsigned col = k / rows;
+  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
-// grouped:32 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
-static __device__ __forceinline__ uint3 swzc_grouped32_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
+// serpentine:32 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
+static __device__ __forceinline__ uint3 swzc_serpentine32_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
   if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order
   const unsigned m = gx / n;
   unsigned p = bx;
-  p = swzc_grouped(p, m, n, 32u);
+  p = swzc_serpentine(p, m, n, 32u);
   return make_uint3(p, by, bz);
 }
 
@@ -46,7 +49,7 @@ __global__ void gemm_wmma_persistent(const half* __restrict__ A, const half* __r
   const int wm = warp / 2;
   const int wn = warp % 2;
   for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
-    const int swzc_tile = swzc_grouped32_1d(tile, 0u, 0u, (unsigned)(tiles_m * tiles_n), (unsigned)(tiles_n)).x;  // swzc: grouped:32
+    const int swzc_tile = swzc_serpentine32_1d(tile, 0u, 0u, (unsigned)(tiles_m * tiles_n), (unsigned)(tiles_n)).x;  // swzc: serpentine:32
     const int tm = swzc_tile / tiles_n;
     const int tn = swzc_tile % tiles_n;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
@@ -77,7 +80,7 @@ __global__ void gemm_smem_persistent(const float* __restrict__ A, const float* _
   const int total = (m / TILE) * tiles_n;
   int tile = blockIdx.x;
   while (tile < total) {
-    const int swzc_tile = swzc_grouped32_1d(tile, 0u, 0u, (unsigned)(total), (unsigned)(tiles_n)).x;  // swzc: grouped:32
+    const int swzc_tile = swzc_serpentine32_1d(tile, 0u, 0u, (unsigned)(total), (unsigned)(tiles_n)).x;  // swzc: serpentine:32
     const int tm = swzc_tile / tiles_n;
     const int tn = swzc_tile % tiles_n;
     const int row = tm * TILE + threadIdx.y;

@@ -21,21 +21,24 @@ using namespace nvcuda;
 #define THREADS 256
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
-// grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
-static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
+// serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
+// every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
+static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned first_row = p / per_group * g;
+  const unsigned group = p / per_group;
+  const unsigned first_row = group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
   const unsigned k = p % per_group;
-  return (first_row + k % rows) * n + k / rows;
+  const unsigned col = k / rows;
+  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
-// grouped:16 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
-static __device__ __forceinline__ uint3 swzc_grouped16_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
+// serpentine:16 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
+static __device__ __forceinline__ uint3 swzc_serpentine16_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
   if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order
   const unsigned m = gx / n;
   unsigned p = bx;
-  p = swzc_grouped(p, m, n, 16u);
+  p = swzc_serpentine(p, m, n, 16u);
   return make_uint3(p, by, bz);
 }
 
@@ -48,7 +51,7 @@ __global__ void __launch_bounds__(THREADS) gemm_bf16_wmma(const __nv_bfloat16* _
   __nv_bfloat16* Bs = reinterpret_cast<__nv_bfloat16*>(b_raw);
 
   const int tiles_n = N / BN;
-  const uint3 swzc_block = swzc_grouped16_1d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, (unsigned)(tiles_n));  // swzc: grouped:16
+  const uint3 swzc_block = swzc_serpentine16_1d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, (unsigned)(tiles_n));  // swzc: serpentine:16
   const int bm = swzc_block.x / tiles_n;
   const int bn = swzc_block.x % tiles_n;
   const int warp = threadIdx.x / 32;

@@ -28,18 +28,18 @@ static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, 
   const unsigned k = p % per_group;
   return (first_row + k % rows) * n + k / rows;
 }
-// grouped:64 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
-static __device__ __forceinline__ uint3 swzc_grouped64_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
+// grouped:256 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
+static __device__ __forceinline__ uint3 swzc_grouped256_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
   const unsigned m = gy, n = gx;
   unsigned p = by * n + bx;
-  p = swzc_grouped(p, m, n, 64u);
+  p = swzc_grouped(p, m, n, 256u);
   return make_uint3(p % n, p / n, bz);
 }
 
 __global__ void gemm_bf16(const hip_bfloat16* __restrict__ A, const hip_bfloat16* __restrict__ B,
                           hip_bfloat16* __restrict__ C, int M, int N, int K) {
-  const uint3 swzc_block = swzc_grouped64_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: grouped:64
+  const uint3 swzc_block = swzc_grouped256_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: grouped:256
   const int row = swzc_block.y * TILE + threadIdx.y;
   const int col = swzc_block.x * TILE + threadIdx.x;
   if (row >= M || col >= N) return;
