@@ -262,7 +262,9 @@ def from_config(name: str) -> bool:
 @hw_option
 @set_option
 @build_options
-@click.option("--no-compile", is_flag=True, help="Skip compiling the rewritten file with nvcc/hipcc.")
+@click.option("--no-compile", is_flag=True,
+              help="Compile nothing of FILE: no compile check of the rewritten file, and the L2 model takes the blocks "
+                   "per SM from the launch bounds or a stated default instead of the compiler's resource report.")
 @click.option("--bench/--no-bench", "bench", default=None,
               help="Check and time each candidate on the local GPU and keep only a measured win. This builds FILE "
                    "and runs its kernel and static initialisers (default: off; --bench-cmd turns it on).")

@@ -27,8 +27,8 @@
   counts both lookups.
 
 What it leaves out: blocks that drift out of step (it takes one share for every kernel), L1 hits between
-blocks on one SM and L1 misses that re-read L2, associativity and replacement details, DRAM page effects,
-and any access the footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says
+blocks on one SM, requests L1 merges before L2 and L1 misses that re-read L2, associativity and
+replacement details, DRAM page effects, and any access the footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says
 how far that goes, kernel by kernel, with the constants fitted on half of the kernels.
 """
 
@@ -154,7 +154,10 @@ class L2Model:
         if count == 0 or not self.reads:
             return 0.0, 0.0
         position = np.arange(count, dtype=np.int64)
-        streams = [(s, _occurrences(_keys(tiles, s.key_offsets), position)) for s in (*self.reads, *self.writes)]
+        extents = tuple(int(tiles[:, axis].max()) + 1 for axis in range(3))
+        streams = [(s, _unrepeated(position) if _one_block_each(s.key_offsets, extents) and (write or not s.neighbours)
+                    else _occurrences(_keys(tiles, s.key_offsets), position))
+                   for write, s in [*((False, r) for r in self.reads), *((True, w) for w in self.writes)]]
         resident = max(1.0, self.resident / self.hw.chiplets)  # this chiplet's share of the running blocks
 
         def between(gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,6 +190,23 @@ class L2Model:
                     lost -= (1.0 - own) * kept(reuse, gap, capacity, in_step) * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1]
+
+
+def _one_block_each(key_offsets: tuple[int, int, int], extents: tuple[int, ...]) -> bool:
+    """Whether no two tiles of a grid of `extents` share a key: each axis' offset, smallest first, steps
+    past everything the smaller ones reach (every block writes its own tile, say)."""
+    reach = 0
+    for offset, extent in sorted((abs(o), e) for o, e in zip(key_offsets, extents) if e > 1):
+        if offset <= reach:
+            return False
+        reach += offset * (extent - 1)
+    return True
+
+
+def _unrepeated(position: np.ndarray) -> _Occurrences:
+    """The occurrences of a stream whose every block has its own key: no block repeats another's."""
+    zeros = np.zeros(2, dtype=np.int64)
+    return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, position, int(position.size) + 1)
 
 
 def _keys(tiles: np.ndarray, key_offsets: tuple[int, int, int]) -> np.ndarray:

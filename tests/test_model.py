@@ -204,3 +204,16 @@ def test_the_stencil_s_halo_comes_from_the_neighbour_that_read_it():
     model.reads = [dataclasses.replace(s, neighbours=()) for s in model.reads]
     without = model.predict("identity", mapping, kernel.adapter)
     assert without.read_misses > with_halo.read_misses * 1.05
+
+
+def test_a_key_per_block_is_told_from_keys_that_repeat():
+    """The shortcut for streams where every block has its own key (no sort needed) must not take a stream
+    whose keys repeat: row 1 column 0 of a 64-column grid with offsets (2048, 64) is row 0 column 32."""
+    from swzc.l2model import _one_block_each
+
+    assert _one_block_each((8192, 4, 0), (256, 1024, 1))  # 4 x 1023 < 8192: rows never meet
+    assert _one_block_each((0, 4, 0), (1, 1024, 1))  # a single row
+    assert not _one_block_each((2048, 64, 0), (8, 64, 1))
+    assert not _one_block_each((4, 4, 0), (2, 2, 1))
+    assert not _one_block_each((1, 0, 0), (4, 4, 1))  # the columns share the row's key
+    assert _one_block_each((0, 0, 0), (1, 1, 1))  # one block

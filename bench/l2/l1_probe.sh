@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# L1 and L2 sector counts of a few variants, to see how many of a kernel's global-load sectors L1 serves
+# and how many reach L2 (the L2 model assumes each block's footprint reaches L2 once).
+#
+# Runs ON THE GPU MACHINE from the repository root, after bench/l2/make_variants.py wrote the variants:
+#   OUT=$OUT bash bench/l2/l1_probe.sh [VARIANT ...]     # VARIANT: a file stem in bench/l2/variants/
+# Writes $OUT/l1_probe.csv: one row of ncu's raw page per variant (the second launch, as run_ncu.sh).
+set -u
+OUT="${OUT:-./l2_out}"
+BIN="${BIN:-/tmp/l1bin}"
+METRICS=l1tex__t_sector_hit_rate.pct,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_read.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sectors.sum,lts__t_sector_hit_rate.pct
+VARIANTS=("$@")
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(gemm_bf16_wmma__identity gemm_bf16_wmma__grouped_4 gemm_bf16_wmma__grouped_16
+  gemm_bf16_wmma__hilbert_8 naive_gemm__identity smem_gemm__identity wmma_gemm__identity)
+NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+NCU="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
+mkdir -p "$OUT" "$BIN"
+for v in "${VARIANTS[@]}"; do "$NVCC" -O3 -arch=sm_90 -o "$BIN/$v" "bench/l2/variants/$v.cu" & done
+wait
+: >"$OUT/l1_probe.csv"
+for v in "${VARIANTS[@]}"; do
+  kernel=${v%%__*}
+  echo "### $v" >>"$OUT/l1_probe.csv"
+  timeout 120 "$NCU" --clock-control none --metrics "$METRICS" --launch-skip 1 --launch-count 1 \
+    --kernel-name "$kernel" --csv --page raw --print-units base "$BIN/$v" 2>&1 | grep '^"' >>"$OUT/l1_probe.csv"
+done
+cat "$OUT/l1_probe.csv"
