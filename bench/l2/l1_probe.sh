@@ -5,6 +5,8 @@
 # Runs ON THE GPU MACHINE from the repository root, after bench/l2/make_variants.py wrote the variants:
 #   OUT=$OUT bash bench/l2/l1_probe.sh [VARIANT ...]     # VARIANT: a file stem in bench/l2/variants/
 # Writes $OUT/l1_probe.csv: one row of ncu's raw page per variant (the second launch, as run_ncu.sh).
+# A VARIANT ending in _1sm is the variant without that suffix, launched with 120 KB of (unused) dynamic
+# shared memory, so that one block runs per SM: it tells what co-resident blocks on one SM share in L1.
 set -u
 OUT="${OUT:-./l2_out}"
 BIN="${BIN:-/tmp/l1bin}"
@@ -15,7 +17,17 @@ VARIANTS=("$@")
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 NCU="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
 mkdir -p "$OUT" "$BIN"
-for v in "${VARIANTS[@]}"; do "$NVCC" -O3 -arch=sm_90 -o "$BIN/$v" "bench/l2/variants/$v.cu" & done
+for v in "${VARIANTS[@]}"; do
+  src="bench/l2/variants/$v.cu"
+  if [[ $v == *_1sm ]]; then
+    kernel=${v%%__*}
+    src="$BIN/$v.cu"
+    sed -e "s/<<<tiles, THREADS>>>/<<<tiles, THREADS, 120 * 1024>>>/" \
+        -e "0,/^  $kernel<<</s//  cudaFuncSetAttribute($kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 120 * 1024);\n  $kernel<<</" \
+        "bench/l2/variants/${v%_1sm}.cu" >"$src"
+  fi
+  "$NVCC" -O3 -arch=sm_90 -o "$BIN/$v" "$src" &
+done
 wait
 : >"$OUT/l1_probe.csv"
 for v in "${VARIANTS[@]}"; do
