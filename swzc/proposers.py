@@ -167,7 +167,8 @@ def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
         return None, f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
     known = next((p for p in ranking.predictions if p.candidate == formula.name), None)
     if known is None:
-        got = rank(task.src, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula])
+        # with the residency the family was ranked with, so that the numbers compare
+        got = rank(task.src, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
         if not isinstance(got, Ranking):
             return None, f"proven; the L2 model cannot rank it ({got})"
         known = next(p for p in got.predictions if p.candidate == formula.name)

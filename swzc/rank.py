@@ -66,11 +66,13 @@ def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> 
 
 
 def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
-         specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | str:
+         specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = (),
+         running: Residency | None = None) -> Ranking | str:
     """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
 
     `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
-    compiled, never run); otherwise the residency comes from the launch bounds or the default."""
+    compiled, never run); otherwise the residency comes from the launch bounds or the default.  `running`:
+    a residency found before (an earlier ranking's), used as it is."""
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
         return "no launch in this file fixes the grid (give it with --grid, or the sizes with --set)"
@@ -85,7 +87,8 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
         return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
     divisor = fp.divisor
     specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
-    running = residency(src, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
+    if running is None:
+        running = residency(src, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
     resident = _resident(running, kernel, index, hw)
     key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
     if key in _RANKED:  # a kernel of the same shape was ranked already: the same numbers

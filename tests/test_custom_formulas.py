@@ -128,6 +128,30 @@ def test_vetting_rejects_an_identity_and_a_collision_and_predicts_a_permutation(
     assert broken.status == "rejected" and "does not compile" in broken.detail
 
 
+def test_a_custom_formula_is_predicted_with_the_residency_the_family_was_ranked_with():
+    """The family's ranking ran with one block per SM (as a compiler could have said); the LLM's body, which
+    the ranking lacks, must be predicted with that residency too, not with the default of 8 blocks."""
+    import dataclasses
+
+    from swzc.proposers import predict
+
+    src = load_bytes("g.cu", GEMM.encode())
+    analysis = analyze(src)
+    hw = block_swizzle_hw()
+    family = rank(src, analysis.kernels[0], hw, {})
+    assert isinstance(family, Ranking) and family.residency is not None and family.residency.blocks_per_cu == 8
+    one = dataclasses.replace(family.residency, blocks_per_cu=1, source="given")
+    fewer = rank(src, analysis.kernels[0], hw, {}, running=one)
+    assert isinstance(fewer, Ranking) and fewer.identity.l2_hit_rate != family.identity.l2_hit_rate
+    formula = custom("mirror", "return make_uint3(grid.x - 1u - block.x, block.y, 0u);")  # shares like identity
+    rate, _ = predict(KernelTask(src, analysis, 0, hw, fewer), formula)
+    alone = rank(src, analysis.kernels[0], hw, {}, [parse_spec("identity"), formula], running=one)
+    assert isinstance(alone, Ranking)
+    assert rate == next(p.l2_hit_rate for p in alone.predictions if p.candidate == formula.name)
+    default = rank(src, analysis.kernels[0], hw, {}, [parse_spec("identity"), formula])
+    assert isinstance(default, Ranking) and rate != next(p.l2_hit_rate for p in default.predictions if p.candidate == formula.name)
+
+
 def block_swizzle_hw():
     from swzc.pipeline import load_hw
 

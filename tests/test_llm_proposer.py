@@ -72,6 +72,7 @@ def test_a_body_that_is_not_a_permutation_is_rejected_and_the_next_request_carri
     first, second = server.requests
     assert first.body["response_format"]["type"] == "json_schema" and first.body["response_format"]["json_schema"]["strict"] is True
     assert "Earlier attempts" in user_prompt(first) and "none yet" in user_prompt(first)
+    assert "8 blocks per compute unit run at once (1,056 on the GPU; bound by threads; default:" in user_prompt(first)
     assert "not a permutation: grid 256x256x1: block (" in user_prompt(second) and "const unsigned G = 3u;" in user_prompt(second)
     doc = json.loads(result.stdout)
     (kernel,) = doc["kernels"]

@@ -95,6 +95,11 @@ def access_summary(task: KernelTask) -> str:
     rows, cols, depth = fp.tiles
     lines = [f"tile grid {rows} rows x {cols} columns" + (f" x {depth}" if depth > 1 else "")
              + f"; {fp.grid[0]}x{fp.grid[1]}x{fp.grid[2]} blocks of {fp.block[0]}x{fp.block[1]}x{fp.block[2]} threads"]
+    if ranking.residency is not None:
+        running = ranking.residency
+        lines.append(f"{running.blocks_per_cu} blocks per compute unit run at once ({running.resident_blocks(task.hw):,} on the "
+                     f"GPU; bound by {running.limit}; {running.source}): blocks that many dispatch positions apart run "
+                     "side by side and share what they read in step")
     for a in fp.accesses:
         row_b, col_b, z_b = a.block_bytes
         shared = []
