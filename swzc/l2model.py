@@ -28,8 +28,9 @@
 
 What it leaves out: blocks that drift out of step (it takes one share for every kernel), L1 hits between
 blocks on one SM, requests L1 merges before L2 and L1 misses that re-read L2, associativity and
-replacement details, DRAM page effects, and any access the footprint analysis could not express.  bench/results/l2_model_vs_ncu_h200.md says
-how far that goes, kernel by kernel, with the constants fitted on half of the kernels.
+replacement details, DRAM page effects, and any access the footprint analysis could not express.
+bench/results/l2_model_vs_ncu_h200.md says how far that goes, kernel by kernel, with the constants
+fitted on half of the kernels.
 """
 
 from __future__ import annotations
