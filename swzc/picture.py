@@ -5,8 +5,9 @@ A block order is easier to judge seen than read.  Each tile gets two colours:
 - **When**: its *wave*, the dispatch position of the block that computes it divided by the blocks resident
   on the whole GPU at once.  Tiles of one wave run side by side and share L2; a good order makes each wave
   a compact patch of the grid (few distinct rows and columns of the operands), identity makes it a band of
-  whole rows.  Residency counts threads only: registers and shared memory are not counted, so a heavy
-  kernel has fewer blocks resident than drawn and its waves are thinner.
+  whole rows.  The blocks resident at once are the ranking's (swzc.residency: the launch bounds, the
+  static shared memory, else a stated default; `show` does not compile the file), or, without a ranking,
+  as many as the threads allow.
 - **Where**: on a chiplet GPU the chiplet (XCD) the hardware deals the block to, position mod chiplets, each
   with its own L2; on a monolithic GPU the group of SMs the block lands on, from the hardware model's
   measured dispatch where it has one.  Tiles that share data but land on different chiplets fetch it twice.
@@ -39,6 +40,7 @@ from swzc.passes import block_swizzle
 from swzc.pipeline import rank_kernels
 from swzc.prove import Shape, dispatch_maps
 from swzc.rank import MARGIN_POINTS, Ranking, rank
+from swzc.residency import Residency
 from swzc.source import SourceFile
 from swzc.swizzles import SwizzleSpec, parse_spec
 
@@ -321,16 +323,18 @@ def draw(picture: Picture, path: str) -> None:
 
 
 def picture(title: str, shape: Shape, adapter: str, orders: Sequence[tuple[SwizzleSpec, float | None]],
-            hw: HardwareModel, threads: int | None, launched: int | None = None, note: str = "") -> Picture:
+            hw: HardwareModel, threads: int | None, launched: int | None = None, note: str = "",
+            running: Residency | None = None) -> Picture:
     """The picture of some orders over one grid: `shape` (gx, gy, gz, divisor) is what the orders permute (a
-    tile loop's (T, 1, 1, n)), `threads` the threads per block, `launched` a tile loop's blocks launched.
+    tile loop's (T, 1, 1, n)), `threads` the threads per block, `launched` a tile loop's blocks launched,
+    `running` the kernel's residency where known (else the threads alone decide).
 
     Lists each order with the swizzle prover's compiled C++ (swzc.prove.dispatch_maps), so the picture
     shows exactly the order that would be spliced in."""
     gx, gy, gz, divisor = shape
     grid = (gx, gy, gz)
     whole = tile_shape(adapter, grid, divisor)
-    concurrent = resident_blocks(hw, threads)
+    concurrent = running.resident_blocks(hw) if running is not None else resident_blocks(hw, threads)
     if launched:
         concurrent = min(concurrent, launched)
     maps = dispatch_maps([(spec, adapter) for spec, _ in orders], shape, MAX_POSITIONS)
@@ -341,21 +345,25 @@ def picture(title: str, shape: Shape, adapter: str, orders: Sequence[tuple[Swizz
     place_name, labels = place_labels(hw)
     unlisted = any(bool((p.wave == NOT_LISTED).any()) for p in panels)
     ragged = bool(whole.fold) and whole.rows * whole.cols > gx  # a folded grid's last row, past its last block
-    caption = _caption(hw, whole, panels[0].wave.shape, concurrent, threads, launched, unlisted, ragged, note)
+    caption = _caption(hw, whole, panels[0].wave.shape, concurrent, threads, launched, unlisted, ragged, note, running)
     return Picture(title, caption, tuple(panels), place_name, labels)
 
 
 def _caption(hw: HardwareModel, whole: TileShape, drawn: tuple[int, int], concurrent: int, threads: int | None,
-             launched: int | None, unlisted: bool, ragged: bool, note: str) -> str:
+             launched: int | None, unlisted: bool, ragged: bool, note: str, running: Residency | None = None) -> str:
     per_cu = concurrent // hw.compute_units
+    units = "SMs" if hw.vendor == "nvidia" else "CUs"
     if launched and concurrent == launched:
         why = f"the {launched:,} blocks the tile loop launches"
+    elif running is not None:
+        why = f"{hw.compute_units} {units} × {per_cu} blocks, bound by {running.limit}: {running.source}"
     else:
         limit = f"of {threads} threads" if threads else "(threads per block unknown: the block limit)"
-        why = f"{hw.compute_units} {'SMs' if hw.vendor == 'nvidia' else 'CUs'} × {per_cu} blocks {limit}"
+        why = (f"{hw.compute_units} {units} × {per_cu} blocks {limit}; registers and shared memory are not counted, so a "
+               "heavier kernel has thinner waves")
     marks = "red outline: the first wave" + ("; dashed square: the corner drawn below" if max(drawn) > ZOOM_SIDE else "")
-    lines = [f"Top: when each tile runs: wave = dispatch position // {concurrent:,} blocks resident at once ({why}; "
-             f"registers and shared memory are not counted, so a heavier kernel has thinner waves). {marks[0].upper()}{marks[1:]}.",
+    lines = [f"Top: when each tile runs: wave = dispatch position // {concurrent:,} blocks resident at once ({why}). "
+             f"{marks[0].upper()}{marks[1:]}.",
              place_note(hw, launched)]
     shown = []
     if whole.fold:
@@ -503,7 +511,7 @@ def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, b
     title = f"{os.path.basename(analysis.path)}: kernel {info.name} on {hw.name}, {_tiles_text(shape, adapter, info)}"
     caption_note = note if isinstance(ranking, Ranking) else f"{note} The L2 model cannot rank this kernel: {ranking}."
     drawn = picture(title, shape, adapter, [(spec, hits.get(spec.name)) for spec in orders], hw, threads, launched,
-                    caption_note)
+                    caption_note, ranking.residency if isinstance(ranking, Ranking) else None)
     return KernelPicture(info.name, drawn, ranking if isinstance(ranking, Ranking) else None, note)
 
 

@@ -12,7 +12,9 @@ from swzc import picture
 from swzc.bench import Attempt, KernelBench
 from swzc.errors import SwzcError
 from swzc.l2model import Prediction
+from swzc.analysis import analyze
 from swzc.prove import dispatch_maps
+from swzc.source import load_bytes
 from swzc.swizzles import parse_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -269,3 +271,16 @@ def test_show_bad_swizzle_is_bad_input(work):
 def test_show_help_has_an_example():
     result = invoke("show", "--help")
     assert result.exit_code == 0 and "swzc show gemm.cu -o order.png" in result.stdout
+
+
+def test_the_waves_follow_the_kernels_residency_where_the_ranking_has_one(work):
+    """A kernel whose static shared memory (40 KB a block) holds it to 5 blocks per SM: its waves are
+    5 x 132 = 660 blocks, not the 1,056 its 256 threads would allow, and the caption says why."""
+    heavy = GEMM.replace(b"{\n", b"{\n  __shared__ float pad[10240];\n  if (n < 0) pad[threadIdx.x] = 0.0f;\n", 1)
+    assert heavy != GEMM
+    (work / "heavy.cu").write_bytes(heavy)
+    result = invoke("show", "heavy.cu", "-o", "order.png")
+    assert result.exit_code == 0, result.output
+    src = load_bytes("heavy.cu", heavy)
+    drawn = picture.kernel_picture(src, analyze(src), H200, {})
+    assert "660 blocks resident at once (132 SMs × 5 blocks, bound by shared memory: default:" in drawn.picture.caption
