@@ -35,7 +35,7 @@ from swzc.bench import KernelBench
 from swzc.errors import SwzcError
 from swzc.evaluate import Value
 from swzc.hw import HardwareModel
-from swzc.l2model import Prediction
+from swzc.l2model import Prediction, default_resident
 from swzc.passes import block_swizzle
 from swzc.pipeline import rank_kernels
 from swzc.prove import Shape, dispatch_maps
@@ -110,10 +110,9 @@ def order_grid(order: np.ndarray, adapter: str, grid: tuple[int, int, int], divi
 
 
 def resident_blocks(hw: HardwareModel, threads: int | None) -> int:
-    """Blocks resident at once on the whole GPU, counting threads only (registers and shared memory are not
-    counted: the file does not say what the compiler gives a block).  Unknown threads: the block limit."""
-    per_cu = hw.max_blocks_per_cu if not threads else max(1, min(hw.max_blocks_per_cu, hw.max_threads_per_cu // threads))
-    return hw.compute_units * per_cu
+    """Blocks resident at once on the whole GPU, counting threads only, as the L2 model does without a
+    residency.  Unknown threads: the block limit."""
+    return default_resident(hw, threads) if threads else hw.compute_units * hw.max_blocks_per_cu
 
 
 def waves(positions: np.ndarray, concurrent: int) -> np.ndarray:
@@ -505,7 +504,7 @@ def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, b
     hits = {p.candidate: p.l2_hit_rate for p in ranking.predictions} if isinstance(ranking, Ranking) else {}
     orders, note = _orders(ranking, swizzle, runner_up)
     if isinstance(ranking, Ranking) and any(spec.name not in hits for spec in orders):
-        forced = rank(src, info, hw, bindings, specs=list(dict.fromkeys([IDENTITY, *orders])))
+        forced = rank(src, info, hw, bindings, specs=list(dict.fromkeys([IDENTITY, *orders])), running=ranking.residency)
         if isinstance(forced, Ranking):
             hits.update({p.candidate: p.l2_hit_rate for p in forced.predictions})
     title = f"{os.path.basename(analysis.path)}: kernel {info.name} on {hw.name}, {_tiles_text(shape, adapter, info)}"

@@ -5,19 +5,12 @@ import json
 import pytest
 from click.testing import CliRunner
 from llm_server import ReplyJson, serve, valid_reply
+from support import NAIVE_GEMM
 
 from swzc.cli import main
 
-GEMM = """\
-#include "sizes.h"
-__global__ void gemm(const float* A, const float* B, float* C, int n) {
-  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096); }
-"""
+GEMM = NAIVE_GEMM.replace("#define TILE 16\n", '#include "sizes.h"\n')  # its tile size from a header
+assert GEMM != NAIVE_GEMM
 
 
 @pytest.fixture

@@ -19,8 +19,6 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
-
 from swzc import hw as hwmodels
 from swzc import source
 from swzc.analysis import analyze
@@ -112,5 +110,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()
