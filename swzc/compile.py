@@ -10,8 +10,10 @@ compiles that copy.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -19,8 +21,11 @@ from pathlib import Path
 
 from swzc import processes
 from swzc.hw import HardwareModel
+from swzc.preprocess import MAX_HEADER_BYTES, read_regular_file
 
 TIMEOUT_S = 300
+MAX_SCANNED_HEADERS = 256  # headers followed when looking for an #include of something not a regular file
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\r\n]+)[>"]', re.MULTILINE)
 KEEP_FAILED = "SWZC_KEEP_FAILED"  # environment: a folder to keep the rewritten file in when it fails to compile
 
 
@@ -66,7 +71,13 @@ def _command(path: Path, dialect: str, hw: HardwareModel, flags: tuple[str, ...]
 
 def compile_copy(name: str, data: bytes, dialect: str, hw: HardwareModel, flags: tuple[str, ...],
                  include_dir: str) -> tuple[int | None, list[str] | None, str]:
-    """Compile `data` as `name` in a temporary folder: (exit code or None without a compiler, command, output)."""
+    """Compile `data` as `name` in a temporary folder: (exit code or None without a compiler, command, output).
+
+    None, with the reason, also when the file or a header it includes names a device, a FIFO or anything
+    else that is not a regular file: the compiler would read it without end, or wait on it."""
+    unreadable = unsafe_include(data, include_dir, _include_dirs(flags, include_dir))
+    if unreadable:
+        return None, None, f"not compiled: {unreadable}"
     with tempfile.TemporaryDirectory(prefix="swzc-cc-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
@@ -78,6 +89,53 @@ def compile_copy(name: str, data: bytes, dialect: str, hw: HardwareModel, flags:
         if run.timed_out:
             return 1, cmd, f"timed out after {TIMEOUT_S} s"
         return run.returncode, cmd, (run.stderr + run.stdout).strip()
+
+
+def unsafe_include(data: bytes, folder: str, include_dirs: tuple[str, ...]) -> str | None:
+    """The first `#include` of the file, or of a header it includes, that finds something other than a
+    regular file (looked for beside the including file, then on the -I folders), as "line N: ..."; None
+    when there is none.  Includes the compiler would resolve elsewhere (its own system headers) are left
+    alone, as are computed ones (`#include MACRO`): the compile's time limit stands behind those."""
+    seen: set[str] = set()
+    todo = [(data, folder, "")]
+    while todo and len(seen) <= MAX_SCANNED_HEADERS:
+        text, here, where = todo.pop()
+        for match in _INCLUDE.finditer(text):
+            spelled = match.group(1).decode("utf-8", "replace").strip()
+            places = [spelled] if os.path.isabs(spelled) else [os.path.join(d, spelled) for d in (here, *include_dirs)]
+            for place in places:
+                try:
+                    info = os.stat(place)
+                except (OSError, ValueError):
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    line = text.count(b"\n", 0, match.start()) + 1
+                    return f"{where}line {line}: #include {spelled} finds {place}, which is not a regular file"
+                real = os.path.realpath(place)
+                if real not in seen:
+                    seen.add(real)
+                    header = read_regular_file(real, MAX_HEADER_BYTES)
+                    if isinstance(header, bytes):
+                        todo.append((header, os.path.dirname(real), f"{real}, "))
+                break  # the first place that has it is the one the compiler takes
+    return None
+
+
+def _include_dirs(flags: tuple[str, ...], folder: str) -> tuple[str, ...]:
+    """The folders of the -I / -isystem flags, relative ones taken from `folder` (where the compile runs)."""
+    found = []
+    takes_next = False
+    for flag in flags:
+        if takes_next:
+            found.append(flag)
+            takes_next = False
+        elif flag in ("-I", "-isystem"):
+            takes_next = True
+        elif flag.startswith("-isystem"):
+            found.append(flag[len("-isystem"):])
+        elif flag.startswith("-I"):
+            found.append(flag[2:])
+    return tuple(os.path.join(folder, d) for d in found)
 
 
 def _keep(name: str, data: bytes, cmd: list[str], keep_dir: str | None) -> tuple[str, str]:

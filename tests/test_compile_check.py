@@ -137,3 +137,47 @@ def test_compiles_run_in_the_file_s_folder_with_a_private_temporary_folder(tools
     assert (tmp_path / "cwd").read_text().strip() == str(tmp_path / "src")
     scratch = (tmp_path / "tmpdir").read_text().strip()
     assert os.path.basename(scratch).startswith("swzc-cc-") and not os.path.exists(scratch)
+
+
+KERNEL_BODY = b"__global__ void k(float* x) { x[blockIdx.x] = 1.0f; }\n"
+
+
+def _no_compiler_run(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the compiler was started")
+
+    monkeypatch.setattr(compiling.processes, "run", refuse)
+
+
+@pytest.mark.parametrize("spelled", ["/dev/zero", "/dev/stdin", "/proc/self/fd/0"])
+def test_a_file_that_includes_a_device_is_never_handed_to_the_compiler(tmp_path, monkeypatch, spelled):
+    """nvcc would read /dev/zero without end, or wait on a terminal or a pipe: nothing is compiled, and the
+    compile is reported as not made, with the line."""
+    _no_compiler_run(monkeypatch)
+    data = b"// a kernel\n#include \"" + spelled.encode() + b"\"\n" + KERNEL_BODY
+    code, cmd, why = compiling.compile_copy("k.cu", data, "cuda", load_hw("h200"), (), str(tmp_path))
+    assert (code, cmd) == (None, None) and why.startswith(f"not compiled: line 2: #include {spelled} finds ")
+    report = compile_check(str(tmp_path / "k.cu"), data, data, "cuda", load_hw("h200"))
+    assert report.status == "skipped" and "not a regular file" in report.detail
+
+
+def test_a_fifo_reached_through_headers_and_include_folders_is_found(tmp_path, monkeypatch):
+    """k.cu includes a.h beside it; a.h includes b.h, found on a -I folder; b.h is a FIFO."""
+    _no_compiler_run(monkeypatch)
+    (tmp_path / "inc").mkdir()
+    os.mkfifo(tmp_path / "inc" / "b.h")
+    (tmp_path / "a.h").write_bytes(b"#pragma once\n  #  include <b.h>\n")
+    data = b'#include "a.h"\n' + KERNEL_BODY
+    code, _, why = compiling.compile_copy("k.cu", data, "cuda", load_hw("h200"), ("-I", "inc"), str(tmp_path))
+    assert code is None and why == (f"not compiled: {tmp_path / 'a.h'}, line 2: #include b.h finds "
+                                    f"{tmp_path / 'inc' / 'b.h'}, which is not a regular file")
+    assert compiling.unsafe_include(data, str(tmp_path), ()) is None  # without the -I folder, b.h is not found
+    for flags in (("-Iinc",), ("-isystem", "inc"), (f"-isystem{tmp_path / 'inc'}",)):
+        code, _, why = compiling.compile_copy("k.cu", data, "cuda", load_hw("h200"), flags, str(tmp_path))
+        assert code is None and "b.h, which is not a regular file" in why, flags
+
+
+def test_regular_headers_and_system_headers_pass(tmp_path):
+    (tmp_path / "sizes.h").write_bytes(b"#define N 64\n")
+    data = b'#include "sizes.h"\n#include <cuda_runtime.h>\n#include "missing.h"\n' + KERNEL_BODY
+    assert compiling.unsafe_include(data, str(tmp_path), ()) is None
