@@ -365,6 +365,7 @@ class Footprint:
     threads: int
     adapter: str = "linear"  # how the grid maps to tiles: "2d", "1d" (decoded by `divisor`) or "linear"
     divisor: int = 0
+    staged: bool = False  # a loop copies global data to shared memory and waits at a block barrier each pass
 
 
 # ---- the kernel's expressions -------------------------------------------------------------------------------
@@ -1576,6 +1577,7 @@ class _FileFacts:
     helpers: dict[str, Node]  # __device__ functions with a body (not kernels), by name: the first definition
     globals: dict[str, str | None]  # file-scope arrays: name -> element type (None: shared or constant memory)
     structs: tuple[Node, ...]  # struct and class definitions with a body
+    shared: frozenset[str] = frozenset()  # file-scope __shared__ arrays (extern __shared__ buffers, say)
 
 
 _FACTS: list[tuple[SourceFile, _FileFacts]] = []  # the last few files: one analysis asks for many kernels
@@ -1591,16 +1593,19 @@ def _file_facts(src: SourceFile) -> _FileFacts:
                 and not any(c.type == "__global__" for c in f.children):
             helpers.setdefault(function_name(f), f)
     arrays: dict[str, str | None] = {}
+    shared: set[str] = set()
     for node in _file_scope_declarations(src.tree.root_node):
         if node.type == "declaration":
             words = {c.type for c in node.children} | set(text(node).split("=")[0].split())
             local = "__shared__" in words or "__constant__" in words
+            if "__shared__" in words:
+                shared.update(declared_name(d) for d in node.children_by_field_name("declarator"))
             for decl in node.children_by_field_name("declarator"):
                 if decl.type in ("array_declarator", "pointer_declarator", "init_declarator") and ("[" in text(decl).split("=")[0]):
                     arrays[declared_name(decl)] = None if local else " ".join(text(node.child_by_field_name("type")).split())
     structs = tuple(node for node in walk(src.tree.root_node)
                     if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None)
-    facts = _FileFacts(helpers, arrays, structs)
+    facts = _FileFacts(helpers, arrays, structs, frozenset(shared))
     _FACTS[:] = [*_FACTS[-3:], (src, facts)]
     return facts
 
@@ -2086,8 +2091,45 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
     sites = _Sites(k, fragments)
     sites.scan(body, None)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
+    pointers = set(k.param_types) | {name for name, kinds in k.kinds.items() if any(kind == "pointer" for _, kind, _ in kinds)}
+    staged = _staged([body, *(f.child_by_field_name("body") for f in k.reached)], _file_facts(src).shared, pointers)
     return Footprint(kernel.name, grid, launch.block, tiles, tuple(_merged(sites.accesses)),
-                     tuple(dict.fromkeys(sites.unknown)), threads, adapter, divisor or 0)
+                     tuple(dict.fromkeys(sites.unknown)), threads, adapter, divisor or 0, staged)
+
+
+# Block-wide barriers, and copies that land in shared memory without a store the code spells out.
+_BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync",
+             "__builtin_amdgcn_s_barrier", "sync", "arrive_and_wait"}
+_ASYNC_COPIES = {"__pipeline_memcpy_async", "memcpy_async", "cp_async", "__builtin_amdgcn_global_load_lds"}
+_LOOPS = ("for_statement", "for_range_loop", "while_statement", "do_statement")
+
+
+def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: set[str]) -> bool:
+    """Whether the kernel stages its reads: a loop that copies from a global pointer into shared memory
+    (or starts an asynchronous copy to it) and waits at a block barrier, pass after pass, as tiled GEMMs do.
+    The blocks of such a kernel issue each pass's loads together, right after the barrier."""
+    shared = set(file_shared)
+    nodes = [n for body in bodies if body is not None for n in walk(body)]
+    for node in nodes:
+        if node.type == "declaration" and any(c.type == "type_qualifier" and text(c) == "__shared__" for c in node.children):
+            shared.update(declared_name(d) for d in node.children_by_field_name("declarator"))
+    for node in nodes:  # pointers into shared memory: T* p = tile + k, T* p = &tile[k][0]
+        if node.type == "init_declarator" and _WORD.findall(text(node.child_by_field_name("value"))) and \
+                shared & set(_WORD.findall(text(node.child_by_field_name("value")))):
+            shared.add(declared_name(node))
+    shared.discard("")
+    for loop in (n for n in nodes if n.type in _LOOPS):
+        calls = {_callee(c).rsplit(".", 1)[-1] for c in walk(loop) if c.type == "call_expression"}
+        if not calls & _BARRIERS:
+            continue
+        if calls & _ASYNC_COPIES:
+            return True
+        for node in walk(loop):
+            if node.type == "assignment_expression":
+                target, value = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if shared & set(_WORD.findall(text(target))) and (pointers - shared) & set(_WORD.findall(text(value))):
+                    return True
+    return False
 
 
 def _merged(accesses: list[Access]) -> list[Access]:

@@ -22,7 +22,7 @@ DISPATCH_POLICIES = (
 )
 _INTS = ("compute_units", "l2_bytes", "l2_partitions", "l2_line_bytes", "l2_sector_bytes", "l2_ways", "chiplets",
          "warp_size", "max_threads_per_cu", "max_blocks_per_cu", "regs_per_cu", "smem_per_cu")
-OPTIONAL = ("memory_cache_bytes", "block_to_cu", "cu_partition", "l2_far_extra_cycles")  # absent: 0 or empty
+OPTIONAL = ("memory_cache_bytes", "block_to_cu", "cu_partition", "l2_far_extra_cycles", "l2_request_coalescer")  # absent: 0 or empty
 
 # The largest figure each count may take: today's GPUs with ample room (MI300X: 304 compute units, 8
 # chiplets; H200: 60 MB of L2).  Past these a figure is a mistake, the model's work (which grows with
@@ -71,6 +71,7 @@ class HardwareModel:
     block_to_cu: tuple[int, ...] = ()  # measured: the SM/CU of each block of a probe launch, in launch order
     cu_partition: tuple[int, ...] = ()  # measured: the near L2 partition of each SM/CU id
     l2_far_extra_cycles: float = 0.0  # measured: extra L2 hit latency from the far partition
+    l2_request_coalescer: bool = False  # reads of one sector from several SMs at once reach L2 as one (Hopper)
 
     def __post_init__(self) -> None:
         if self.vendor not in ("nvidia", "amd"):
@@ -90,6 +91,8 @@ class HardwareModel:
         far = self.l2_far_extra_cycles
         if isinstance(far, bool) or not isinstance(far, (int, float)) or not 0 <= far <= MAX_FAR_EXTRA_CYCLES:
             raise ValueError(f"l2_far_extra_cycles must be a number from 0 to {MAX_FAR_EXTRA_CYCLES:,.0f}, not {far!r}")
+        if not isinstance(self.l2_request_coalescer, bool):
+            raise ValueError(f"l2_request_coalescer must be true or false, not {self.l2_request_coalescer!r}")
         if self.dispatch not in DISPATCH_POLICIES:
             raise ValueError(f"dispatch must be one of {', '.join(DISPATCH_POLICIES)}, not {self.dispatch!r}")
         bandwidth = self.dram_bytes_per_s

@@ -15,9 +15,15 @@
   shares a footprint with a block `g < resident` positions before it finds each slice just fetched.
   Two such blocks started in the same wave with probability `1 - g / resident`, and stayed together
   (blocks drift apart the more, the further apart they started) with about the same probability: a
-  share `IN_STEP * (1 - g / resident) ** 2` of those reuses hits, whatever the distance.  A block in
-  step finds the near copy of a far partition's data (below) only `NEAR_IN_STEP` of the time: the
-  block it follows may run on the other partition's side.
+  share `IN_STEP * (1 - g / resident) ** 2` of those reuses hits, whatever the distance.
+- **Request coalescing (Hopper).** Reads of one sector that several SMs send at about the same time
+  reach L2 as one request (its L2 request coalescer answers them all).  Blocks send their reads that
+  close together when they stage them: a loop copies global data to shared memory and waits at a
+  barrier, so every block in step issues a pass's loads at once.  In such a kernel a share `MERGED` of
+  the in-step reuses is never looked up in L2, so it counts neither as a request nor as a hit.
+  Measured on the H200 (bench/results/l1_probe_h200.md, ncu's lrc__ counters): the two staged GEMMs
+  merge 8-14 % and 31-37 % of their read sectors, the six kernels that load straight from global
+  memory at most 6 %.
 - **Halos.** A footprint that partly overlaps a neighbour's (a stencil) gets the shared part the
   same way from the neighbour.
 - **Chiplets.** Block p runs on chiplet p mod N, with that chiplet's own L2, block sequence and
@@ -26,8 +32,8 @@
   that lookup misses unless a near copy is held (an L2 of capacity / partitions).  ncu's hit rate
   counts both lookups.
 
-What it leaves out: blocks that drift out of step (it takes one share for every kernel), L1 hits between
-blocks on one SM, requests L1 merges before L2 and L1 misses that re-read L2, associativity and
+What it leaves out: blocks that drift out of step and requests that coalesce (it takes one share of each
+for every kernel), L1 hits between blocks on one SM and L1 misses that re-read L2, associativity and
 replacement details, DRAM page effects, and any access the footprint analysis could not express.
 bench/results/l2_model_vs_ncu_h200.md says how far that goes, kernel by kernel, with the constants
 fitted on half of the kernels.
@@ -48,9 +54,9 @@ from swzc.hw import HardwareModel
 EFFECTIVE = 0.8
 SOFTNESS = 0.25
 # Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
-# between co-resident blocks that happen in step, and the share of those that find a near copy.
+# between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
 IN_STEP = 0.7
-NEAR_IN_STEP = 1.0
+MERGED = 0.4
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Prediction:
     dram_bytes: float  # read misses + writes
     requests: int  # L2 requests, in fetch units
     read_misses: int
+    reads: int = 0  # the footprint's reads, in fetch units
+    merged: int = 0  # reads the L2 request coalescer merges: never looked up
 
 
 @dataclass(frozen=True)
@@ -116,13 +124,14 @@ class L2Model:
     """Prediction for one kernel footprint on one GPU; `predict` scores one block order."""
 
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
-                 softness: float = SOFTNESS, in_step: float = IN_STEP, near_in_step: float = NEAR_IN_STEP) -> None:
+                 softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
         self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
         self.in_step = in_step
-        self.near_in_step = near_in_step
+        # only a kernel that stages its reads behind a barrier sends them in the bursts that coalesce
+        self.merged = merged if hw.l2_request_coalescer and fp.staged else 0.0
         self.unit = hw.l2_sector_bytes
         self.capacity = effective * hw.l2_bytes_per_domain / self.unit
         self.softness = softness
@@ -137,23 +146,26 @@ class L2Model:
         chiplets = self.hw.chiplets
         reads = sum(int(s.units.size) for s in self.reads) * total
         writes = sum(int(s.units.size) for s in self.writes) * total
-        home = near = 0.0
+        home = near = merged = 0.0
         for d in range(chiplets):  # block p runs on chiplet p mod chiplets, against that chiplet's L2
-            h, n = self._domain_misses(tiles[d::chiplets])
-            home, near = home + h, near + n
+            h, n, m = self._domain_misses(tiles[d::chiplets])
+            home, near, merged = home + h, near + n, merged + m
         # A request homed in another partition looks the near partition up first: one more lookup, which
-        # misses unless a near copy is held; writes go through without fetching.
+        # misses unless a near copy is held; writes go through without fetching.  Merged reads are never
+        # looked up (they would have hit).
         far = self.far_share
-        lookups = reads + far * near + writes * (1.0 + far)
+        lookups = reads - merged + far * near + writes * (1.0 + far)
         misses = home + far * near
         hit = 100.0 * (1.0 - misses / lookups) if lookups else 0.0
-        return Prediction(name, round(hit, 2), float(home * self.unit + writes * self.unit), int(round(lookups)), int(round(home)))
+        return Prediction(name, round(hit, 2), float(home * self.unit + writes * self.unit), int(round(lookups)), int(round(home)),
+                          reads, int(round(merged)))
 
-    def _domain_misses(self, tiles: np.ndarray) -> tuple[float, float]:
-        """Units missed in the home L2 (fetched from DRAM) and in the near partition's copies."""
+    def _domain_misses(self, tiles: np.ndarray) -> tuple[float, float, float]:
+        """Units missed in the home L2 (fetched from DRAM) and in the near partition's copies, and the units
+        the request coalescer merges before L2."""
         count = tiles.shape[0]
         if count == 0 or not self.reads:
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         position = np.arange(count, dtype=np.int64)
         extents = tuple(int(tiles[:, axis].max()) + 1 for axis in range(3))
         streams = [(s, _unrepeated(position) if _one_block_each(s.key_offsets, extents) and (write or not s.neighbours)
@@ -168,29 +180,32 @@ class L2Model:
             together = np.where(gap > 0, np.clip(1.0 - gap / resident, 0.0, 1.0) ** 2, 0.0)
             return distinct, together
 
-        def kept(reuse: tuple[np.ndarray, np.ndarray], gap: np.ndarray, capacity: float, in_step: float) -> np.ndarray:
+        def kept(reuse: tuple[np.ndarray, np.ndarray], gap: np.ndarray, capacity: float) -> np.ndarray:
             """The share of a slice still in an L2 of `capacity` units when the block `gap` positions later
             reads it: in step with that block (a share of the co-resident ones), or else LRU over the
             distinct data touched in between, with a soft edge."""
             distinct, together = reuse
             lru = np.clip((1.0 + self.softness - distinct / capacity) / (2.0 * self.softness), 0.0, 1.0)
-            step = in_step * together
+            step = self.in_step * together
             return np.where(gap > 0, step + (1.0 - step) * lru, 0.0)
 
         missed = [0.0, 0.0]
-        levels = ((self.capacity, self.in_step), (self.capacity / self.hw.l2_partitions, self.in_step * self.near_in_step))
+        merged = 0.0
+        levels = (self.capacity, self.capacity / self.hw.l2_partitions)
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
             own_reuse = between(occ.gap)
             halos = [(gap, between(gap), overlap) for gap, overlap in
                      ((occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours)]
-            for i, (capacity, in_step) in enumerate(levels):
-                own = kept(own_reuse, occ.gap, capacity, in_step)
+            if self.merged:  # own reuses in step (`together` is 0 where there is no reuse)
+                merged += self.merged * self.in_step * float(own_reuse[1].sum()) * size
+            for i, capacity in enumerate(levels):
+                own = kept(own_reuse, occ.gap, capacity)
                 lost = (1.0 - own) * size
                 for gap, reuse, overlap in halos:  # halos a neighbour brought in, if still held
-                    lost -= (1.0 - own) * kept(reuse, gap, capacity, in_step) * overlap
+                    lost -= (1.0 - own) * kept(reuse, gap, capacity) * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
-        return missed[0], missed[1]
+        return missed[0], missed[1], merged
 
 
 def _one_block_each(key_offsets: tuple[int, int, int], extents: tuple[int, ...]) -> bool:

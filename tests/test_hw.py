@@ -101,6 +101,10 @@ BAD_MODELS = {
     "huge-dram": (_edit("dram_bytes_per_s", "1e18"), "dram_bytes_per_s"),
     "far-cycles-string": (_edit("l2_far_extra_cycles", '"slow"'), "l2_far_extra_cycles must be a number"),
     "far-cycles-negative": (_edit("l2_far_extra_cycles", "-1.0"), "l2_far_extra_cycles must be a number"),
+    "coalescer-string": (_edit("l2_request_coalescer", '"yes"'), "l2_request_coalescer must be true or false"),
+    "coalescer-int": (_edit("l2_request_coalescer", "1"), "l2_request_coalescer must be true or false"),
+    "coalescer-no-source": (H200_TOML.replace('\nl2_request_coalescer = "measured', '\nl2_request_coalescr = "measured'),
+                            "no source given for l2_request_coalescer"),
     "deep-arrays": ("x = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested too deeply"),
     "deep-tables": ("x = " + "{a = " * 5_000 + "1" + "}" * 5_000 + "\n", "nested too deeply"),
 }

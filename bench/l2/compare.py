@@ -9,12 +9,15 @@ every (kernel, order) with the model swzc ranks with (the residency from the com
 has it), and writes a Markdown table with the mean absolute error of the hit rate per kernel, marked as
 in the half the model's constants were fitted on (bench/l2/fit.py) or held out; per kernel, the model's
 top pick against the best measured hit rate; and, where the orders were timed, whether the fastest is
-among the model's top four.
+among the model's top four.  With --lrc (ncu's raw page from `LRC=1 bench/l2/l1_probe.sh`), it adds the
+share of read sectors the L2 request coalescer merged against the model's.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import statistics
 import time
@@ -64,6 +67,7 @@ def main() -> None:
     parser.add_argument("--times", default="bench/results/l2_times_h200.json")
     parser.add_argument("--hw", default="h200")
     parser.add_argument("--out", default="bench/results/l2_model_vs_ncu_h200.md")
+    parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv")
     args = parser.parse_args()
     paths = args.results.split(",")
     docs = [json.loads(Path(p).read_text()) for p in paths if Path(p).is_file()]
@@ -117,8 +121,43 @@ def main() -> None:
                      f"{fastest} | {place} | {top} | {spread} |")
     lines += ["", f"Mean absolute error over all {len(errors)} measurements: {statistics.mean(errors):.1f} points "
               f"(max {max(errors):.1f})."]
+    if Path(args.lrc).is_file():
+        lines += _merged_table(args.lrc, predicted)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-len(per_kernel) - 4:]))
+
+
+def _lrc_rows(path: str) -> dict[str, dict[str, float]]:
+    """ncu's raw page as l1_probe.sh writes it: a `### variant` line, then the header and a row."""
+    rows, name, header = {}, "", None
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("### "):
+            name, header = line[4:].strip(), None
+            continue
+        (row,) = csv.reader(io.StringIO(line))
+        if row and row[0] == "ID":
+            header = row
+        elif header and row and row[0].isdigit():
+            rows[name] = {k: float(v.replace(",", "")) for k, v in zip(header, row) if k.startswith("lrc__") and v}
+    return rows
+
+
+def _merged_table(path: str, predicted: dict) -> list[str]:
+    """The share of read sectors the L2 request coalescer merged (ncu) against the model's merged reads."""
+    lines = ["", f"## Reads merged before L2 (`{path}`)", "",
+             "Measured: `lrc__request_sectors_op_read_coalescing_achieved_type_hardware` over "
+             "`lrc__xbar2gpc_sectors_op_read` (the sectors L1 received). Predicted: the model's merged reads over the "
+             "footprint's reads; it merges only in kernels that stage their reads through shared memory.", "",
+             "| kernel | order | measured merged % | predicted merged % |", "|---|---|---:|---:|"]
+    for variant, counters in _lrc_rows(path).items():
+        kernel, _, stem = variant.partition("__")
+        p = predicted.get((kernel, stem.replace("-", "+").replace("_", ":")))
+        delivered = counters.get("lrc__xbar2gpc_sectors_op_read.sum")
+        merged = counters.get("lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum")
+        if p is None or not delivered or merged is None:
+            continue
+        lines.append(f"| {kernel} | {p.candidate} | {100 * merged / delivered:.1f} | {100 * p.merged / max(1, p.reads):.1f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@
 #
 # Runs ON THE GPU MACHINE from the repository root, after bench/l2/make_variants.py wrote the variants:
 #   OUT=$OUT bash bench/l2/l1_probe.sh [VARIANT ...]     # VARIANT: a file stem in bench/l2/variants/
-# Writes $OUT/l1_probe.csv: one row of ncu's raw page per variant (the second launch, as run_ncu.sh).
+# Writes $OUT/$CSV (l1_probe.csv): one row of ncu's raw page per variant (the second launch, as run_ncu.sh).
+# LRC=1 adds the L2 request coalescer's counters (Hopper): the read sectors it could merge and did merge.
 # A VARIANT ending in _1sm is the variant without that suffix, launched with 120 KB of (unused) dynamic
 # shared memory, so that one block runs per SM: it tells what co-resident blocks on one SM share in L1.
 set -u
 OUT="${OUT:-./l2_out}"
 BIN="${BIN:-/tmp/l1bin}"
+CSV="${CSV:-l1_probe.csv}"
 METRICS=l1tex__t_sector_hit_rate.pct,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_read.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sectors.sum,lts__t_sector_hit_rate.pct
+[ "${LRC:-0}" = 1 ] && METRICS="$METRICS,lrc__request_sectors_op_read_coalescable.sum,lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,lrc__xbar2gpc_sectors_op_read.sum"
 VARIANTS=("$@")
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(gemm_bf16_wmma__identity gemm_bf16_wmma__grouped_4 gemm_bf16_wmma__grouped_16
   gemm_bf16_wmma__hilbert_8 naive_gemm__identity smem_gemm__identity wmma_gemm__identity)
@@ -29,11 +32,11 @@ for v in "${VARIANTS[@]}"; do
   "$NVCC" -O3 -arch=sm_90 -o "$BIN/$v" "$src" &
 done
 wait
-: >"$OUT/l1_probe.csv"
+: >"$OUT/$CSV"
 for v in "${VARIANTS[@]}"; do
   kernel=${v%%__*}
-  echo "### $v" >>"$OUT/l1_probe.csv"
+  echo "### $v" >>"$OUT/$CSV"
   timeout 120 "$NCU" --clock-control none --metrics "$METRICS" --launch-skip 1 --launch-count 1 \
-    --kernel-name "$kernel" --csv --page raw --print-units base "$BIN/$v" 2>&1 | grep '^"' >>"$OUT/l1_probe.csv"
+    --kernel-name "$kernel" --csv --page raw --print-units base "$BIN/$v" 2>&1 | grep '^"' >>"$OUT/$CSV"
 done
-cat "$OUT/l1_probe.csv"
+cat "$OUT/$CSV"

@@ -468,7 +468,7 @@ def _dispatch_policy(result: ProbeResult) -> tuple[str, str] | None:
 
 def _toml_value(value: object) -> str:
     if isinstance(value, bool):
-        raise TypeError("no booleans in a model file")
+        return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
