@@ -524,7 +524,7 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
         click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
                                "syntax_errors": _syntax_json(src.errors), "notes": notes}, indent=2))
     else:
-        click.echo("\n".join([_analysis_text(analysis, hw.name, records), *_syntax_lines(src.path, src.errors),
+        click.echo("\n".join([_analysis_text(analysis, hw, records), *_syntax_lines(src.path, src.errors),
                               *(f"  note: {n}" for n in notes)]))
     # as `rewrite` would end: 1 when kernels read the block index and none would be rewritten
     if any(r["status"] in ("refused", "declined", "unranked") for r in records) and not any(r["status"] == "candidate" for r in records):
@@ -557,6 +557,8 @@ def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.Hard
                                            if isinstance(ranking, Ranking) else ()),
             "model": ranking if isinstance(ranking, str) else "",
             "residency": _residency_json(ranking.residency) if isinstance(ranking, Ranking) and ranking.residency else None,
+            # reads copied to shared memory behind a barrier, pass after pass: what the model's coalescer term needs
+            "staged_reads": ranking.footprint.staged if isinstance(ranking, Ranking) else None,
             "block_index_reads": [{"line": u.line, "text": u.text, "axis": u.axis, "in": u.function} for u in
                                   (*k.uses, *(u for h in k.helpers for u in analysis.helpers[h].uses))],
             "helpers": list(k.helpers),
@@ -575,8 +577,8 @@ def _residency_json(running: Residency) -> dict[str, Any]:
             "registers_per_thread": running.registers_per_thread, "shared_bytes_per_block": running.shared_bytes_per_block}
 
 
-def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]]) -> str:
-    lines = [f"{analysis.path} ({analysis.dialect}, hw {hw}): {len(records)} kernel(s)"]
+def _analysis_text(analysis: FileAnalysis, hw: hwmodels.HardwareModel, records: list[dict[str, Any]]) -> str:
+    lines = [f"{analysis.path} ({analysis.dialect}, hw {hw.name}): {len(records)} kernel(s)"]
     for r in records:
         status = f"would rewrite with {r['chosen']}" if r["status"] == "candidate" else f"{r['status']}: {r['reason']}"
         lines.append(f"\n  kernel {r['name']} (line {r['line']}): {status}")
@@ -596,6 +598,10 @@ def _analysis_text(analysis: FileAnalysis, hw: str, records: list[dict[str, Any]
         if r["residency"]:
             res = r["residency"]
             lines.append(f"    resident: {res['blocks_per_cu']} blocks per SM or CU, bound by {res['limit']} ({res['source']})")
+        if r["staged_reads"]:
+            lines.append("    reads staged: a loop copies them to shared memory behind a barrier; "
+                         + ("the model counts the reads the L2 request coalescer merges" if hw.l2_request_coalescer
+                            else f"{hw.name} has no L2 request coalescer in its model"))
         if r["candidates"]:
             lines.append("    L2 model:  candidate            L2 hits   DRAM bytes")
             for c in r["candidates"]:

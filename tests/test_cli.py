@@ -432,6 +432,39 @@ def test_analyze_reads_residency_from_the_compiler_unless_told_not_to(work):
     assert kernel["residency"]["blocks_per_cu"] == 5
 
 
+STAGED_TILES = b"""\
+#define T 16
+__global__ void tiled(const float* A, const float* B, float* C, int n) {
+  __shared__ float a[T][T], b[T][T];
+  const int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += T) {
+    a[threadIdx.y][threadIdx.x] = A[row * n + k0 + threadIdx.x];
+    b[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + col];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += a[threadIdx.y][k] * b[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[row * n + col] = acc;
+}
+int main() { tiled<<<dim3(256, 256), dim3(T, T)>>>(0, 0, 0, 4096); }
+"""
+
+
+def test_analyze_says_whether_a_kernel_stages_its_reads(work):
+    """A tiled GEMM copies its tiles to shared memory behind a barrier each pass: on the H200 the model
+    counts the reads the L2 request coalescer merges; on MI300X it has none.  SHARED_HEAVY copies once,
+    with the barrier after its copy loop: not staged."""
+    (work / "t.cu").write_bytes(STAGED_TILES)
+    (work / "s.cu").write_bytes(SHARED_HEAVY)
+    assert json.loads(invoke("analyze", "t.cu", "--json", "--no-compile").stdout)["kernels"][0]["staged_reads"] is True
+    assert json.loads(invoke("analyze", "s.cu", "--json", "--no-compile").stdout)["kernels"][0]["staged_reads"] is False
+    text = invoke("analyze", "t.cu", "--no-compile").stdout
+    assert "reads staged: a loop copies them to shared memory behind a barrier; the model counts the reads" in text
+    assert "mi300x has no L2 request coalescer" in invoke("analyze", "t.cu", "--no-compile", "--hw", "mi300x").stdout
+    assert "reads staged" not in invoke("analyze", "s.cu", "--no-compile").stdout
+
+
 def test_version():
     result = invoke("--version")
     assert result.exit_code == 0
