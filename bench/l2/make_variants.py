@@ -38,7 +38,8 @@ DERIVED = {
          "// 3 x 256 MB of data against a 60 MB L2 (the same kernel as naive_gemm.cu at N = 8192)."))),
 }
 
-KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose", "naive_gemm_8192", "gemm_bf16_wmma", "attention_decode"]
+KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose", "naive_gemm_8192", "gemm_bf16_wmma", "attention_decode",
+           "tiled_gemm"]
 CANDIDATES = [
     "identity",
     "colmajor",
