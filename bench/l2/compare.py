@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--times", default="bench/results/l2_times_h200.json")
     parser.add_argument("--hw", default="h200")
     parser.add_argument("--out", default="bench/results/l2_model_vs_ncu_h200.md")
-    parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv")
+    parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv,bench/results/lrc_probe_tiled_h200.csv")
     args = parser.parse_args()
     paths = args.results.split(",")
     docs = [json.loads(Path(p).read_text()) for p in paths if Path(p).is_file()]
@@ -121,8 +121,9 @@ def main() -> None:
                      f"{fastest} | {place} | {top} | {spread} |")
     lines += ["", f"Mean absolute error over all {len(errors)} measurements: {statistics.mean(errors):.1f} points "
               f"(max {max(errors):.1f})."]
-    if Path(args.lrc).is_file():
-        lines += _merged_table(args.lrc, predicted)
+    lrc = [path for path in args.lrc.split(",") if Path(path).is_file()]
+    if lrc:
+        lines += _merged_table(lrc, predicted)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-len(per_kernel) - 4:]))
 
@@ -142,14 +143,14 @@ def _lrc_rows(path: str) -> dict[str, dict[str, float]]:
     return rows
 
 
-def _merged_table(path: str, predicted: dict) -> list[str]:
+def _merged_table(paths: list[str], predicted: dict) -> list[str]:
     """The share of read sectors the L2 request coalescer merged (ncu) against the model's merged reads."""
-    lines = ["", f"## Reads merged before L2 (`{path}`)", "",
+    lines = ["", f"## Reads merged before L2 ({', '.join(f'`{p}`' for p in paths)})", "",
              "Measured: `lrc__request_sectors_op_read_coalescing_achieved_type_hardware` over "
              "`lrc__xbar2gpc_sectors_op_read` (the sectors L1 received). Predicted: the model's merged reads over the "
              "footprint's reads; it merges only in kernels that stage their reads through shared memory.", "",
              "| kernel | order | measured merged % | predicted merged % |", "|---|---|---:|---:|"]
-    for variant, counters in _lrc_rows(path).items():
+    for variant, counters in (item for path in paths for item in _lrc_rows(path).items()):
         kernel, _, stem = variant.partition("__")
         p = predicted.get((kernel, stem.replace("-", "+").replace("_", ":")))
         delivered = counters.get("lrc__xbar2gpc_sectors_op_read.sum")
