@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -2092,7 +2092,8 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
     sites.scan(body, None)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     pointers = set(k.param_types) | {name for name, kinds in k.kinds.items() if any(kind == "pointer" for _, kind, _ in kinds)}
-    staged = _staged([body, *(f.child_by_field_name("body") for f in k.reached)], _file_facts(src).shared, pointers)
+    staged = _staged([body, *(f.child_by_field_name("body") for f in k.reached)], _file_facts(src).shared, pointers, k.helpers,
+                     scope.macros)
     return Footprint(kernel.name, grid, launch.block, tiles, tuple(_merged(sites.accesses)),
                      tuple(dict.fromkeys(sites.unknown)), threads, adapter, divisor or 0, staged)
 
@@ -2101,35 +2102,78 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
 _BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__barrier_sync",
              "__builtin_amdgcn_s_barrier", "sync", "arrive_and_wait"}
 _ASYNC_COPIES = {"__pipeline_memcpy_async", "memcpy_async", "cp_async", "__builtin_amdgcn_global_load_lds"}
+_ASM_BARRIERS = (b"bar.sync", b"barrier.sync", b"s_barrier")
+_ASM_COPIES = (b"cp.async",)
 _LOOPS = ("for_statement", "for_range_loop", "while_statement", "do_statement")
 
 
-def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: set[str]) -> bool:
+def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: set[str], helpers: Mapping[str, Node],
+            macros: Mapping[str, Macro | None]) -> bool:
     """Whether the kernel stages its reads: a loop that copies from a global pointer into shared memory
     (or starts an asynchronous copy to it) and waits at a block barrier, pass after pass, as tiled GEMMs do.
-    The blocks of such a kernel issue each pass's loads together, right after the barrier."""
+    The copy may go through a local (`float4 t = A[i]; tile[j] = t.x;`) or a helper the loop calls with the
+    shared array as an argument.  The blocks of such a kernel issue each pass's loads together, right after
+    the barrier.  Macros in a store (`AS(i, j) = A[k]`, with `#define AS(i, j) As[i][j]`) count by their
+    bodies."""
+    def words(node: Node | None) -> set[str]:
+        found, todo = set(), _WORD.findall(text(node))
+        for _ in range(4):  # macros in macros, a few levels deep
+            found.update(todo)
+            todo = [w for name in todo if (m := macros.get(name)) is not None for w in _WORD.findall(m.body) if w not in found]
+        return found
+
     shared = set(file_shared)
     nodes = [n for body in bodies if body is not None for n in walk(body)]
     for node in nodes:
         if node.type == "declaration" and any(c.type == "type_qualifier" and text(c) == "__shared__" for c in node.children):
             shared.update(declared_name(d) for d in node.children_by_field_name("declarator"))
     for node in nodes:  # pointers into shared memory: T* p = tile + k, T* p = &tile[k][0]
-        if node.type == "init_declarator" and _WORD.findall(text(node.child_by_field_name("value"))) and \
-                shared & set(_WORD.findall(text(node.child_by_field_name("value")))):
+        if node.type == "init_declarator" and shared & words(node.child_by_field_name("value")):
             shared.add(declared_name(node))
     shared.discard("")
+    helper_nodes: dict[int, list[Node]] = {}  # each helper's body, walked once
     for loop in (n for n in nodes if n.type in _LOOPS):
-        calls = {_callee(c).rsplit(".", 1)[-1] for c in walk(loop) if c.type == "call_expression"}
-        if not calls & _BARRIERS:
+        inside = list(walk(loop))
+        calls = [c for c in inside if c.type == "call_expression"]
+        names = {_callee(c).rsplit(".", 1)[-1] for c in calls}
+        asm = b" ".join(n.text or b"" for n in inside if "asm" in n.type)
+        if not (names & _BARRIERS or any(b in asm for b in _ASM_BARRIERS)):
             continue
-        if calls & _ASYNC_COPIES:
+        if names & _ASYNC_COPIES or any(c in asm for c in _ASM_COPIES) or _copies_into(inside, shared, pointers - shared, words):
             return True
-        for node in walk(loop):
-            if node.type == "assignment_expression":
-                target, value = node.child_by_field_name("left"), node.child_by_field_name("right")
-                if shared & set(_WORD.findall(text(target))) and (pointers - shared) & set(_WORD.findall(text(value))):
-                    return True
+        for call in calls:  # a helper handed the shared array: its parameter is shared memory there
+            helper = helpers.get(_callee(call))
+            if helper is None:
+                continue
+            bound = list(zip(_parameter_names(helper), _arguments(call)))
+            into = {p for p, arg in bound if shared & words(arg)}
+            if not into:
+                continue
+            # the helper's own pointers, and what the call hands it from a global pointer (st(&tile[i], ld(A + i)))
+            sources = ({declared_name(d) for d, _ in _pointer_parameters(helper)}
+                       | {p for p, arg in bound if words(arg) & (pointers - shared)}) - into
+            body = helper_nodes.setdefault(id(helper), list(walk(helper.child_by_field_name("body"))))
+            if {_callee(c).rsplit(".", 1)[-1] for c in body if c.type == "call_expression"} & _ASYNC_COPIES \
+                    or _copies_into(body, into, sources, words):
+                return True
     return False
+
+
+def _copies_into(nodes: list[Node], shared: set[str], pointers: set[str], words: Callable[[Node | None], set[str]]) -> bool:
+    """Whether one of `nodes` stores into `shared` a value read through `pointers`, directly or through a
+    local loaded from one (two steps at most).  A local that accumulates (`acc += a[i]`) is computed, not
+    loaded: a block that sums global data and then combines it in shared memory does not stage it."""
+    stores = []  # (the name stored to, if a plain one; the words of the target; the words of the value)
+    for node in nodes:
+        if node.type == "init_declarator":
+            stores.append((declared_name(node), {declared_name(node)}, words(node.child_by_field_name("value"))))
+        elif node.type == "assignment_expression" and text(node.child_by_field_name("operator")) == "=":
+            target = node.child_by_field_name("left")
+            stores.append((text(target), words(target), words(node.child_by_field_name("right"))))
+    loaded = set(pointers)
+    for _ in range(2):
+        loaded |= {name for name, _, read in stores if name.isidentifier() and name not in shared and read & loaded}
+    return any(target & shared and read & loaded for _, target, read in stores)
 
 
 def _merged(accesses: list[Access]) -> list[Access]:

@@ -257,6 +257,7 @@ def test_a_key_per_block_is_told_from_keys_that_repeat():
 
 STAGING = """
 #define T 16
+HELPERS
 __global__ void k(const float* a, const float* b, float* out, int n) {
   __shared__ float tile[T][T];
   float acc = 0.0f;
@@ -289,7 +290,37 @@ int main() { k<<<dim3(64, 64), dim3(16, 16)>>>(0, 0, 0, 1024); }"""
      False),
 ])
 def test_a_kernel_that_copies_tiles_to_shared_memory_behind_a_barrier_is_staged(body, staged):
-    fp, _ = fp_of(STAGING.replace("BODY", body))
+    fp, _ = fp_of(STAGING.replace("HELPERS", "").replace("BODY", body))
+    assert fp.staged is staged
+
+
+LOAD = "a[(blockIdx.y * T + threadIdx.y) * n + k0 + threadIdx.x]"
+USE = " __syncthreads(); acc += tile[threadIdx.y][0]; __syncthreads();"
+
+
+@pytest.mark.parametrize("helpers, body, staged", [
+    # through a local loaded from global memory
+    ("", f"float v = {LOAD}; tile[threadIdx.y][threadIdx.x] = v;" + USE, True),
+    ("", f"float v; v = {LOAD}; float w = v; tile[threadIdx.y][threadIdx.x] = w;" + USE, True),
+    # a store written through a function-like macro
+    ("#define TILE(i, j) tile[i][j]", f"TILE(threadIdx.y, threadIdx.x) = {LOAD};" + USE, True),
+    # a helper handed the tile copies into it from a pointer it is also handed
+    ("__device__ void load(const float* src, float* dst, int i) { dst[i] = src[i]; }",
+     "load(a + k0, &tile[0][0], threadIdx.y * T + threadIdx.x);" + USE, True),
+    # a helper handed the tile and a value read from global memory (st(&tile[i], ld(a + i)))
+    ("__device__ void st(float* dst, float v) { *dst = v; }",
+     f"st(&tile[threadIdx.y][threadIdx.x], {LOAD});" + USE, True),
+    # a helper handed the tile starts an asynchronous copy into it
+    ("__device__ void load(const float* src, float* dst) { __pipeline_memcpy_async(dst, src, 4); __pipeline_commit(); }",
+     f"load(&{LOAD}, &tile[threadIdx.y][threadIdx.x]); __pipeline_wait_prior(0);" + USE, True),
+    # inline PTX: cp.async into shared memory and bar.sync
+    ("", 'asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(0), "l"(a)); asm volatile("bar.sync 0;");'
+         " acc += tile[threadIdx.y][0];", True),
+    # a helper handed the tile that only reads it
+    ("__device__ float first(const float* t) { return t[0]; }", f"acc += first(&tile[0][0]) + {LOAD};" + USE, False),
+])
+def test_staging_through_locals_macros_helpers_and_asm(helpers, body, staged):
+    fp, _ = fp_of(STAGING.replace("HELPERS", helpers).replace("BODY", body))
     assert fp.staged is staged
 
 
@@ -300,7 +331,7 @@ def test_the_bench_kernels_that_stage_their_tiles():
 
 
 def test_a_file_scope_shared_buffer_stages_too():
-    code = STAGING.replace("  __shared__ float tile[T][T];\n", "").replace("#define T 16\n", "#define T 16\n__shared__ float tile[T][T];\n")
+    code = STAGING.replace("HELPERS", "").replace("  __shared__ float tile[T][T];\n", "").replace("#define T 16\n", "#define T 16\n__shared__ float tile[T][T];\n")
     body = ("tile[threadIdx.y][threadIdx.x] = a[(blockIdx.y * T + threadIdx.y) * n + k0 + threadIdx.x];"
             " __syncthreads(); acc += tile[threadIdx.y][0]; __syncthreads();")
     assert fp_of(code.replace("BODY", body))[0].staged
