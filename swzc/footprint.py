@@ -2091,11 +2091,27 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
     sites = _Sites(k, fragments)
     sites.scan(body, None)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
-    pointers = set(k.param_types) | {name for name, kinds in k.kinds.items() if any(kind == "pointer" for _, kind, _ in kinds)}
-    staged = _staged([body, *(f.child_by_field_name("body") for f in k.reached)], _file_facts(src).shared, pointers, k.helpers,
-                     scope.macros)
+    staged = stages_reads(src, kernel)
     return Footprint(kernel.name, grid, launch.block, tiles, tuple(_merged(sites.accesses)),
                      tuple(dict.fromkeys(sites.unknown)), threads, adapter, divisor or 0, staged)
+
+
+def stages_reads(src: SourceFile, kernel: KernelInfo) -> bool:
+    """Whether the kernel stages its reads through shared memory behind a barrier (see `_staged`); it needs
+    no launch."""
+    function = kernel_function(src, kernel)
+    if function is None:
+        return False
+    body = function.child_by_field_name("body")
+    facts = _file_facts(src)
+    scope = file_scope(src, {})
+    reached = _reachable_helpers(body, facts.helpers, scope)
+    bodies = [body, *(f.child_by_field_name("body") for f in reached)]
+    pointers = {declared_name(d) for f in (function, *reached) for d, _ in _pointer_parameters(f)}
+    for node in (n for b in bodies if b is not None for n in walk(b)):
+        if node.type == "declaration" and "*" in text(node).split("=")[0]:
+            pointers.update(declared_name(d) for d in node.children_by_field_name("declarator"))
+    return _staged(bodies, facts.shared, pointers, facts.helpers, scope.macros)
 
 
 # Block-wide barriers, and copies that land in shared memory without a store the code spells out.
