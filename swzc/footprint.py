@@ -2148,7 +2148,10 @@ def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: se
             shared.add(declared_name(node))
     shared.discard("")
     helper_nodes: dict[int, list[Node]] = {}  # each helper's body, walked once
-    for loop in (n for n in nodes if n.type in _LOOPS):
+    copies: dict[tuple[int, frozenset[str], frozenset[str]], bool] = {}  # a helper's answer, per binding
+    # A loop that stages holds everything an inner one does: the outermost loops are enough, and each
+    # node is read once however deep the loops nest.
+    for loop in _outermost_loops(bodies):
         inside = list(walk(loop))
         calls = [c for c in inside if c.type == "call_expression"]
         names = {_callee(c).rsplit(".", 1)[-1] for c in calls}
@@ -2168,11 +2171,24 @@ def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: se
             # the helper's own pointers, and what the call hands it from a global pointer (st(&tile[i], ld(A + i)))
             sources = ({declared_name(d) for d, _ in _pointer_parameters(helper)}
                        | {p for p, arg in bound if words(arg) & (pointers - shared)}) - into
-            body = helper_nodes.setdefault(id(helper), list(walk(helper.child_by_field_name("body"))))
-            if {_callee(c).rsplit(".", 1)[-1] for c in body if c.type == "call_expression"} & _ASYNC_COPIES \
-                    or _copies_into(body, into, sources, words):
+            key = (id(helper), frozenset(into), frozenset(sources))
+            if key not in copies:
+                body = helper_nodes.setdefault(id(helper), list(walk(helper.child_by_field_name("body"))))
+                copies[key] = bool({_callee(c).rsplit(".", 1)[-1] for c in body if c.type == "call_expression"} & _ASYNC_COPIES) \
+                    or _copies_into(body, into, sources, words)
+            if copies[key]:
                 return True
     return False
+
+
+def _outermost_loops(bodies: list[Node | None]) -> Iterator[Node]:
+    stack = [b for b in reversed(bodies) if b is not None]
+    while stack:
+        node = stack.pop()
+        if node.type in _LOOPS:
+            yield node
+        else:
+            stack.extend(reversed(node.children))
 
 
 def _copies_into(nodes: list[Node], shared: set[str], pointers: set[str], words: Callable[[Node | None], set[str]]) -> bool:
