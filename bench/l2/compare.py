@@ -135,7 +135,7 @@ def _lrc_rows(path: str) -> dict[str, dict[str, float]]:
         if line.startswith("### "):
             name, header = line[4:].strip(), None
             continue
-        (row,) = csv.reader(io.StringIO(line))
+        row = next(csv.reader(io.StringIO(line)), [])
         if row and row[0] == "ID":
             header = row
         elif header and row and row[0].isdigit():
