@@ -127,9 +127,10 @@ def _footprint(src: SourceFile, kernel: KernelInfo, index: int, user: Mapping[st
 
 
 def _shape_key(fp: Footprint) -> tuple:
-    """What the model's numbers depend on: the grid, the block and every stream's shape (not the names)."""
+    """What the model's numbers depend on: the grid, the block, every stream's shape (not the names) and
+    whether the reads are staged (the coalescer merges only those)."""
     streams = sorted((a.write, a.elem_bytes, a.block_bytes, a.sectors.tobytes()) for a in fp.accesses)
-    return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown)
+    return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown), fp.staged
 
 
 def _resident(running: Residency, kernel: KernelInfo, index: int, hw: HardwareModel) -> int:
@@ -164,7 +165,8 @@ def _scaled(p: Prediction, scale: float) -> Prediction:
     if scale == 1.0:
         return p
     return replace(p, dram_bytes=p.dram_bytes * scale, requests=int(round(p.requests * scale)),
-                   read_misses=int(round(p.read_misses * scale)))
+                   read_misses=int(round(p.read_misses * scale)), reads=int(round(p.reads * scale)),
+                   merged=int(round(p.merged * scale)))
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:

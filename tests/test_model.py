@@ -335,3 +335,55 @@ def test_a_file_scope_shared_buffer_stages_too():
     body = ("tile[threadIdx.y][threadIdx.x] = a[(blockIdx.y * T + threadIdx.y) * n + k0 + threadIdx.x];"
             " __syncthreads(); acc += tile[threadIdx.y][0]; __syncthreads();")
     assert fp_of(code.replace("BODY", body))[0].staged
+
+
+TWINS = """
+#define T 16
+__global__ void direct(const float* a, float* out, int n) {
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += T) acc += a[(blockIdx.y * T + threadIdx.y) * n + k0 + threadIdx.x];
+  out[(blockIdx.y * T + threadIdx.y) * n + blockIdx.x * T + threadIdx.x] = acc;
+}
+__global__ void staged(const float* a, float* out, int n) {
+  __shared__ float tile[T][T];
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += T) {
+    tile[threadIdx.y][threadIdx.x] = a[(blockIdx.y * T + threadIdx.y) * n + k0 + threadIdx.x];
+    __syncthreads();
+    acc += tile[threadIdx.y][threadIdx.x];
+    __syncthreads();
+  }
+  out[(blockIdx.y * T + threadIdx.y) * n + blockIdx.x * T + threadIdx.x] = acc;
+}
+int main() {
+  direct<<<dim3(256, 256), dim3(T, T)>>>(0, 0, 4096);
+  staged<<<dim3(256, 256), dim3(T, T)>>>(0, 0, 4096);
+}"""
+
+
+def test_kernels_of_one_shape_rank_apart_when_only_one_stages_its_reads():
+    """The two kernels read and write the same footprints; only `staged` copies through shared memory behind
+    a barrier, so on the H200 only its in-step reuses are merged: a ranking kept for one shape must not stand
+    for the other."""
+    from swzc.rank import rank
+
+    src = load_bytes("twins.cu", TWINS.encode())
+    direct, staged = analyze(src).kernels
+    h200 = hwmodels.load("h200")
+    first, second = rank(src, direct, h200), rank(src, staged, h200)
+    assert not first.footprint.staged and second.footprint.staged
+    assert first.identity.merged == 0 < second.identity.merged
+    assert second.identity.l2_hit_rate < first.identity.l2_hit_rate
+
+
+def test_a_grid_modelled_over_its_first_blocks_reports_reads_and_merges_for_all_of_it():
+    """512 x 512 blocks are modelled over the first 65,536 positions and scaled to the whole grid: the reads
+    are every block's footprint, and the merged reads grow with them."""
+    from swzc.rank import rank
+
+    src = load_bytes("big.cu", TWINS.replace("dim3(256, 256)", "dim3(512, 512)").replace("4096", "8192").encode())
+    staged = analyze(src).kernels[1]
+    ranking = rank(src, staged, hwmodels.load("h200"))
+    per_block = sum(a.sectors.size for a in ranking.footprint.accesses if not a.write)
+    assert ranking.identity.reads == per_block * 512 * 512
+    assert 0 < ranking.identity.merged < ranking.identity.reads
