@@ -33,6 +33,30 @@ from dataclasses import dataclass, field
 
 ADAPTERS = ("2d", "1d", "linear")
 
+# hilbert:K and morton:K share their panels (bands of K rows cut into K x K panels, a ragged edge panel
+# walked row by row) and differ in the walk of a full panel: these are the shared opening and closing lines.
+_PANEL_START = """\
+  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
+  const unsigned row0 = (unsigned)(p / band) * k;
+  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
+  const unsigned q = (unsigned)(p % band);
+  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
+  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
+  const unsigned r = q - col0 * h;
+  unsigned x = 0u, y = 0u;
+  if (h == k && w == k) {
+    unsigned t = r;
+"""
+_PANEL_END = """\
+  } else {
+    y = r / w;
+    x = r % w;
+  }
+  return (row0 + y) * n + col0 + x;
+}
+"""
+
+
 # One C++ definition per formula, all with the signature (p, m, n, param) -> new p, except xcd_chunked, which
 # takes xcd's chunk size as a fifth argument.  A step's formula is its kind, or CHUNKED_FORMULAS[kind] when it
 # has a chunk.
@@ -95,17 +119,7 @@ static __device__ __forceinline__ unsigned swzc_xcd_chunked(unsigned p, unsigned
 // hilbert:K: the tile grid cut into bands of K rows and each band into K x K panels, taken in row-major
 // order; a full panel is walked along a Hilbert curve, a ragged edge panel row by row.  K is a power of two.
 static __device__ __forceinline__ unsigned swzc_hilbert(unsigned p, unsigned m, unsigned n, unsigned k) {
-  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
-  const unsigned row0 = (unsigned)(p / band) * k;
-  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
-  const unsigned q = (unsigned)(p % band);
-  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
-  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
-  const unsigned r = q - col0 * h;
-  unsigned x = 0u, y = 0u;
-  if (h == k && w == k) {
-    unsigned t = r;
-    for (unsigned side = 1u; side < k; side *= 2u) {  // one Hilbert level per two bits of r
+""" + _PANEL_START + """    for (unsigned side = 1u; side < k; side *= 2u) {  // one Hilbert level per two bits of r
       const unsigned rx = 1u & (t / 2u), ry = 1u & (t ^ rx);
       if (ry == 0u) {
         if (rx == 1u) {
@@ -120,40 +134,18 @@ static __device__ __forceinline__ unsigned swzc_hilbert(unsigned p, unsigned m, 
       y += side * ry;
       t /= 4u;
     }
-  } else {
-    y = r / w;
-    x = r % w;
-  }
-  return (row0 + y) * n + col0 + x;
-}
-""",
+""" + _PANEL_END,
     "morton": """\
 // morton:K: hilbert:K's panels (bands of K rows cut into K x K panels, taken in row-major order, a ragged edge
 // panel walked row by row), but a full panel walked in Z-order: the offset's even bits give the column, its
 // odd bits the row.  K is a power of two.
 static __device__ __forceinline__ unsigned swzc_morton(unsigned p, unsigned m, unsigned n, unsigned k) {
-  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
-  const unsigned row0 = (unsigned)(p / band) * k;
-  const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
-  const unsigned q = (unsigned)(p % band);
-  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
-  const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
-  const unsigned r = q - col0 * h;
-  unsigned x = 0u, y = 0u;
-  if (h == k && w == k) {
-    unsigned t = r;
-    for (unsigned bit = 1u; bit < k; bit *= 2u) {  // one bit of x and one of y per two bits of r
+""" + _PANEL_START + """    for (unsigned bit = 1u; bit < k; bit *= 2u) {  // one bit of x and one of y per two bits of r
       x += bit * (t & 1u);
       y += bit * ((t / 2u) & 1u);
       t /= 4u;
     }
-  } else {
-    y = r / w;
-    x = r % w;
-  }
-  return (row0 + y) * n + col0 + x;
-}
-""",
+""" + _PANEL_END,
 }
 
 # Steps that need a tile grid (rows and columns); the others work on any linear order.
