@@ -131,7 +131,7 @@ class L2Model:
         self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
         self.in_step = in_step
         # only a kernel that stages its reads behind a barrier sends them in the bursts that coalesce
-        self.merged = merged if hw.l2_request_coalescer and fp.staged else 0.0
+        self.merged_share = merged if hw.l2_request_coalescer and fp.staged else 0.0
         self.unit = hw.l2_sector_bytes
         self.capacity = effective * hw.l2_bytes_per_domain / self.unit
         self.softness = softness
@@ -197,8 +197,8 @@ class L2Model:
             own_reuse = between(occ.gap)
             halos = [(gap, between(gap), overlap) for gap, overlap in
                      ((occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours)]
-            if self.merged:  # own reuses in step (`together` is 0 where there is no reuse)
-                merged += self.merged * self.in_step * float(own_reuse[1].sum()) * size
+            if self.merged_share:  # own reuses in step (`together` is 0 where there is no reuse)
+                merged += self.merged_share * self.in_step * float(own_reuse[1].sum()) * size
             for i, capacity in enumerate(levels):
                 own = kept(own_reuse, occ.gap, capacity)
                 lost = (1.0 - own) * size
