@@ -1,6 +1,7 @@
 """The acceptance loop: propose -> prove -> splice -> compile -> check -> time -> profile -> keep the best.
 
-For each kernel the L2 model's candidates are tried in ranked order, up to `max_iterations`.  Each is
+For each kernel the L2 model's candidates are tried best first, up to `max_iterations` (after the best, the
+best of each other kind of order the model rates as a tie: swzc.rank.Ranking.to_measure).  Each is
 rewritten (proven and spliced by the pipeline), built beside the original, checked on two random inputs,
 timed interleaved with an A/A control, and profiled where a profiler is present (ncu on NVIDIA,
 rocprofv3 on AMD; without one the loop says so and goes on with time only).  A candidate is

@@ -94,7 +94,8 @@ class Proposer(Protocol):
 
 
 class BuiltinProposer:
-    """The built-in family: the L2 model's ranked candidates above identity; where the model sees no gain, the
+    """The built-in family: the L2 model's candidates above identity, in the order a GPU should time them
+    (swzc.rank.Ranking.to_measure: the best, then other kinds the model rates as ties); where it sees no gain, the
     transposed raster (only when a GPU measures it: the model is blind to write locality); where it cannot
     rank, an even spread of the family (only when measured: nothing is chosen blind)."""
 
@@ -109,7 +110,7 @@ class BuiltinProposer:
                     return []
                 return [(parse_spec(explore.candidate), explore.l2_hit_rate)]
             floor = ranking.identity.l2_hit_rate
-            return [(parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.predictions
+            return [(parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.to_measure
                     if p.candidate != "identity" and p.l2_hit_rate > floor]
         if not task.measured:
             return []

@@ -6,6 +6,14 @@ such a panel, and on a chiplet GPU xcd:N and its chunked forms xcd:N:C, alone an
 They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
 declined) unless the best candidate raises the predicted hit rate by `MARGIN_POINTS`.
 
+A GPU measures them in a slightly different order (`Ranking.to_measure`): the best, then the best of each
+other kind of order the model rates within `TIE_POINTS` of it, then the rest as ranked.  What the model leaves
+out (which blocks share an SM, the order inside a wave) differs between kinds of order far more than between
+two parameters of one kind: on the H200's staged GEMMs the Morton and Hilbert orders ran fastest at fewer L2
+hits than the grouped orders, and xcd:8 ran 2 % faster than grouped:8 at the same traffic
+(bench/results/l2_model_vs_ncu_h200.md).  A few timed tries are worth more spread over kinds the model cannot
+tell apart than spent on one kind.
+
 The model needs the blocks that run at once: from the compiler's resource usage when the caller allows a
 compile (`compiler=True`), else from the launch bounds or a stated default (swzc.residency).
 """
@@ -34,6 +42,9 @@ CHUNKS = (4, 16)  # xcd:N:C on a chiplet GPU
 MAX_MODEL_BLOCKS = 1 << 16
 NO_DATA = "no data to share"  # how a write-only kernel's reason starts: the pass declines it
 PANELS = (4, 8, 16)  # hilbert:K and morton:K where the grid holds a K x K panel
+# Predictions this close to the best are ties for the model: its error is a few points per order
+# (bench/results/l2_model_vs_ncu_h200.md).
+TIE_POINTS = 3.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,33 @@ class Ranking:
     @property
     def identity(self) -> Prediction:
         return next(p for p in self.predictions if p.candidate == "identity")
+
+    @property
+    def to_measure(self) -> tuple[Prediction, ...]:
+        """The predictions in the order a GPU should time them (see the module's docstring)."""
+        return measuring_order(self.predictions)
+
+
+def kind(candidate: str) -> str:
+    """An order's kind: its steps without their parameters (`xcd:8:4+grouped:8` -> `xcd+grouped`)."""
+    return "+".join(step.split(":", 1)[0] for step in candidate.split("+"))
+
+
+def measuring_order(predictions: Sequence[Prediction]) -> tuple[Prediction, ...]:
+    """Ranked predictions (best first) reordered for timing: the best; then, among those within `TIE_POINTS`
+    of it, the best of every kind not yet taken, in rank order; then everything else in rank order."""
+    if not predictions:
+        return ()
+    best = predictions[0]
+    first, kinds = [best], {kind(best.candidate)}
+    for p in predictions[1:]:
+        if best.l2_hit_rate - p.l2_hit_rate > TIE_POINTS:
+            break
+        if kind(p.candidate) not in kinds:
+            kinds.add(kind(p.candidate))
+            first.append(p)
+    taken = {p.candidate for p in first}
+    return (*first, *(p for p in predictions if p.candidate not in taken))
 
 
 def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> list[SwizzleSpec]:

@@ -387,3 +387,42 @@ def test_a_grid_modelled_over_its_first_blocks_reports_reads_and_merges_for_all_
     per_block = sum(a.sectors.size for a in ranking.footprint.accesses if not a.write)
     assert ranking.identity.reads == per_block * 512 * 512
     assert 0 < ranking.identity.merged < ranking.identity.reads
+
+
+def _predicted(*rates):
+    from swzc.l2model import Prediction
+
+    return [Prediction(name, rate, 1e6, 100, 10) for name, rate in rates]
+
+
+def test_a_gpu_times_the_best_then_the_best_of_each_other_kind_the_model_rates_as_a_tie():
+    """Within TIE_POINTS (3) of the best, each kind not yet taken comes forward in rank order (the xcd
+    composition is a kind of its own); below the tie, and for kinds already taken, the ranking stands."""
+    from swzc.rank import TIE_POINTS, measuring_order
+
+    assert TIE_POINTS == 3.0
+    ranked = _predicted(("serpentine:8", 86.2), ("hilbert:16", 85.7), ("serpentine:16", 85.6), ("grouped:8", 85.3),
+                        ("xcd:8+grouped:8", 85.2), ("hilbert:8", 85.1), ("morton:8", 83.3), ("colmajor", 83.1),
+                        ("grouped:4", 80.0), ("identity", 51.7))
+    order = [p.candidate for p in measuring_order(ranked)]
+    assert order == ["serpentine:8", "hilbert:16", "grouped:8", "xcd:8+grouped:8", "morton:8",
+                     "serpentine:16", "hilbert:8", "colmajor", "grouped:4", "identity"]
+    assert measuring_order([]) == ()
+    alone = _predicted(("grouped:8", 90.0), ("grouped:16", 89.0), ("identity", 60.0))
+    assert measuring_order(alone) == tuple(alone)
+
+
+def test_the_built_in_proposer_offers_candidates_in_the_order_a_gpu_should_time_them():
+    from swzc.proposers import BuiltinProposer, KernelTask
+    from swzc.rank import Ranking, rank
+
+    src = load(str(ROOT / "bench" / "suite" / "kernels" / "gemm_bf16_wmma.cu"))
+    analysis = analyze(src)
+    hw = hwmodels.load("h200")
+    ranking = rank(src, analysis.kernels[0], hw)
+    assert isinstance(ranking, Ranking)
+    offered = [spec.name for spec, _ in BuiltinProposer().candidates(KernelTask(src, analysis, 0, hw, ranking, measured=True))]
+    expected = [p.candidate for p in ranking.to_measure if p.candidate != "identity" and p.l2_hit_rate > ranking.identity.l2_hit_rate]
+    assert offered == expected
+    by_rate = [p.candidate for p in ranking.predictions if p.candidate in offered]
+    assert offered[0] == by_rate[0] and offered != by_rate  # the best first; kinds the model ties with it next
