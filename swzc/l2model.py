@@ -30,7 +30,11 @@
   share of the resident blocks.
 - **Partitions (NVIDIA).** A request homed in another L2 partition looks its near partition up first;
   that lookup misses unless a near copy is held (an L2 of capacity / partitions).  ncu's hit rate
-  counts both lookups.
+  counts both lookups.  With `NEAR_READERS` = 1 the near copy is the one the last reader of the data left,
+  wherever it ran.  With more, only a read from the same side of the chip leaves a near copy there: the
+  copy a block finds is the one the last reader on its side left, the k-th reader before it with
+  probability (1/P)(1 - 1/P)^(k-1) for P partitions (a block's side is independent of its position), so
+  a group of n blocks in step fetches a sector once from DRAM but about P times into the near partitions.
 
 What it leaves out: blocks that drift out of step and requests that coalesce (it takes one share of each
 for every kernel), L1 hits between blocks on one SM and L1 misses that re-read L2, associativity and
@@ -57,6 +61,10 @@ SOFTNESS = 0.25
 # between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
 IN_STEP = 0.7
 MERGED = 0.4
+# The near copy is looked for among this many earlier readers of the same data (the last one stands for all
+# those further back: with two partitions the first four cover 15/16 of the chance).  1: the last reader
+# left it, whichever side it ran on.
+NEAR_READERS = 1
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class Prediction:
     read_misses: int
     reads: int = 0  # the footprint's reads, in fetch units
     merged: int = 0  # reads the L2 request coalescer merges: never looked up
+    fabric: int = 0  # requests sent on from a near partition to the far home one (ncu: lts__t_sectors_srcunit_ltcfabric)
 
 
 @dataclass(frozen=True)
@@ -157,8 +166,9 @@ class L2Model:
         lookups = reads - merged + far * near + writes * (1.0 + far)
         misses = home + far * near
         hit = 100.0 * (1.0 - misses / lookups) if lookups else 0.0
+        fabric = far * (near + writes)
         return Prediction(name, round(hit, 2), float(home * self.unit + writes * self.unit), int(round(lookups)), int(round(home)),
-                          reads, int(round(merged)))
+                          reads, int(round(merged)), int(round(fabric)))
 
     def _domain_misses(self, tiles: np.ndarray) -> tuple[float, float, float]:
         """Units missed in the home L2 (fetched from DRAM) and in the near partition's copies, and the units
@@ -173,37 +183,53 @@ class L2Model:
                    for write, s in [*((False, r) for r in self.reads), *((True, w) for w in self.writes)]]
         resident = max(1.0, self.resident / self.hw.chiplets)  # this chiplet's share of the running blocks
 
-        def between(gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """For reuses `gap` positions apart (0: none): the distinct units touched in between, and the
-            share of such reuses that would be in step if every co-resident block were."""
-            distinct = sum(s.units.size * occ.distinct_in(np.maximum(gap, 1), count) for s, occ in streams)
-            together = np.where(gap > 0, np.clip(1.0 - gap / resident, 0.0, 1.0) ** 2, 0.0)
-            return distinct, together
+        # Everything below depends on a reuse only through its gap (0 to count - 1; 0: no reuse), so it is
+        # tabled by gap once per domain.  In a gap: the distinct units touched, and the share of such reuses
+        # that would be in step if every co-resident block were.
+        gaps = np.arange(count, dtype=np.int64)
+        touched = sum(s.units.size * occ.distinct_in(np.maximum(gaps, 1), count) for s, occ in streams)
+        in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** 2, 0.0)
 
-        def kept(reuse: tuple[np.ndarray, np.ndarray], gap: np.ndarray, capacity: float) -> np.ndarray:
-            """The share of a slice still in an L2 of `capacity` units when the block `gap` positions later
-            reads it: in step with that block (a share of the co-resident ones), or else LRU over the
+        def kept(capacity: float) -> np.ndarray:
+            """By gap: the share of a slice still in an L2 of `capacity` units when the block `gap` positions
+            later reads it: in step with that block (a share of the co-resident ones), or else LRU over the
             distinct data touched in between, with a soft edge."""
-            distinct, together = reuse
-            lru = np.clip((1.0 + self.softness - distinct / capacity) / (2.0 * self.softness), 0.0, 1.0)
-            step = self.in_step * together
-            return np.where(gap > 0, step + (1.0 - step) * lru, 0.0)
+            lru = np.clip((1.0 + self.softness - touched / capacity) / (2.0 * self.softness), 0.0, 1.0)
+            step = self.in_step * in_step
+            return np.where(gaps > 0, step + (1.0 - step) * lru, 0.0)
+
+        def kept_near(occ: _Occurrences, table: np.ndarray, in_order: bool) -> np.ndarray:
+            """`kept` for a near partition's copy: the last reader on this block's side left it, and that is
+            the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1).  In the
+            occurrences' sorted order, or in dispatch order when `in_order` (it costs a scatter)."""
+            side = 1.0 / partitions
+            own, left = np.zeros(count), 1.0
+            for k, gap in enumerate(occ.gaps_back(NEAR_READERS), 1):
+                share = left if k == NEAR_READERS else left * side
+                own += share * table[gap]
+                left -= share
+            if in_order:
+                own[occ.sorted_position] = own.copy()
+            return own
 
         missed = [0.0, 0.0]
         merged = 0.0
-        levels = (self.capacity, self.capacity / self.hw.l2_partitions)
+        partitions = self.hw.l2_partitions
+        levels = [kept(self.capacity)]
+        if self.far_share:
+            levels.append(kept(self.capacity / partitions))
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
-            own_reuse = between(occ.gap)
-            halos = [(gap, between(gap), overlap) for gap, overlap in
-                     ((occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours)]
-            if self.merged_share:  # own reuses in step (`together` is 0 where there is no reuse)
-                merged += self.merged_share * self.in_step * float(own_reuse[1].sum()) * size
-            for i, capacity in enumerate(levels):
-                own = kept(own_reuse, occ.gap, capacity)
+            halos = [(occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours]
+            if self.merged_share:  # own reuses in step (`in_step` is 0 where there is no reuse)
+                merged += self.merged_share * self.in_step * float(in_step[occ.gap].sum()) * size
+            repeats = bool(occ.gap.any())
+            for i, table in enumerate(levels):
+                # per block, in any order where no halo pairs it with its neighbour's share
+                own = kept_near(occ, table, bool(halos)) if i and repeats else table[occ.gap]
                 lost = (1.0 - own) * size
-                for gap, reuse, overlap in halos:  # halos a neighbour brought in, if still held
-                    lost -= (1.0 - own) * kept(reuse, gap, capacity) * overlap
+                for gap, overlap in halos:  # halos a neighbour brought in, if still held
+                    lost -= (1.0 - own) * table[gap] * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1], merged
 
@@ -222,7 +248,8 @@ def _one_block_each(key_offsets: tuple[int, int, int], extents: tuple[int, ...])
 def _unrepeated(position: np.ndarray) -> _Occurrences:
     """The occurrences of a stream whose every block has its own key: no block repeats another's."""
     zeros = np.zeros(2, dtype=np.int64)
-    return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, position, int(position.size) + 1)
+    return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, position, int(position.size) + 1,
+                        position, position)
 
 
 def _keys(tiles: np.ndarray, key_offsets: tuple[int, int, int]) -> np.ndarray:
@@ -252,6 +279,8 @@ class _Occurrences:
     shorter_sum: np.ndarray  # shorter_sum[d]: the sum of those gaps
     codes: np.ndarray  # key * span + position, sorted
     span: int
+    sorted_key: np.ndarray  # the keys in that order
+    sorted_position: np.ndarray  # and their positions
 
     def distinct_in(self, window: np.ndarray, count: int) -> np.ndarray:
         """Expected distinct keys among `window` consecutive blocks: the window, less the blocks whose key
@@ -260,6 +289,18 @@ class _Occurrences:
         at = np.minimum(window, self.shorter.size - 1)
         repeats = (window * self.shorter[at] - self.shorter_sum[at]) / count
         return np.maximum(window - repeats, 1.0)
+
+    def gaps_back(self, most: int) -> list[np.ndarray]:
+        """For k = 1 to `most`, in the sorted order (by key, then position): the distance from each block back
+        to the k-th earlier block with its key (0 when fewer came before)."""
+        keys, positions = self.sorted_key, self.sorted_position
+        found = [self.gap[positions]]
+        for k in range(2, most + 1):
+            back = np.zeros(positions.size, dtype=np.int64)
+            if positions.size > k:
+                back[k:] = np.where(keys[k:] == keys[:-k], positions[k:] - positions[:-k], 0)
+            found.append(back)
+        return found
 
     def gap_to(self, keys: np.ndarray) -> np.ndarray:
         """Distance from each block back to the last earlier block holding `keys` (0 when none did)."""
@@ -293,4 +334,4 @@ def _occurrences(key: np.ndarray, position: np.ndarray) -> _Occurrences:
     np.cumsum(counts, out=shorter[1:])
     np.cumsum(counts * np.arange(counts.size, dtype=np.int64), out=shorter_sum[1:])
     codes = sorted_key * span + sorted_position
-    return _Occurrences(key, position, gap, shorter, shorter_sum, codes, span)
+    return _Occurrences(key, position, gap, shorter, shorter_sum, codes, span, sorted_key, sorted_position)

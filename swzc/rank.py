@@ -204,7 +204,7 @@ def _scaled(p: Prediction, scale: float) -> Prediction:
         return p
     return replace(p, dram_bytes=p.dram_bytes * scale, requests=int(round(p.requests * scale)),
                    read_misses=int(round(p.read_misses * scale)), reads=int(round(p.reads * scale)),
-                   merged=int(round(p.merged * scale)))
+                   merged=int(round(p.merged * scale)), fabric=int(round(p.fabric * scale)))
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:
