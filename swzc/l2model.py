@@ -29,15 +29,20 @@
 - **Chiplets.** Block p runs on chiplet p mod N, with that chiplet's own L2, block sequence and
   share of the resident blocks.
 - **Partitions (NVIDIA).** A request homed in another L2 partition looks its near partition up first;
-  that lookup misses unless a near copy is held (an L2 of capacity / partitions).  ncu's hit rate
-  counts both lookups.  With `NEAR_READERS` = 1 the near copy is the one the last reader of the data left,
-  wherever it ran.  With more, only a read from the same side of the chip leaves a near copy there: the
-  copy a block finds is the one the last reader on its side left, the k-th reader before it with
-  probability (1/P)(1 - 1/P)^(k-1) for P partitions (a block's side is independent of its position), so
-  a group of n blocks in step fetches a sector once from DRAM but about P times into the near partitions.
+  that lookup misses unless a near copy is held (an L2 of capacity / partitions), and then goes on over
+  the fabric between them to its home.  ncu's hit rate counts both lookups.  Only a read from the same
+  side of the chip leaves a near copy there: the copy a block finds is the one the last reader on its
+  side left, the k-th reader before it with probability (1/P)(1 - 1/P)^(k-1) for P partitions (a block's
+  side is independent of its position).  So n blocks in step fetch a sector once from DRAM but about P
+  times into the near partitions.  Predicted before measuring and then measured on the H200 with ncu's
+  fabric counter (bench/results/fabric_h200.md, 66 orders of 9 kernels): this gets the sectors sent
+  across within 1.13x (median), where taking the copy the last reader left, wherever it ran
+  (`NEAR_READERS` = 1), was off by 1.54x: half the traffic of the naive, shared-memory and
+  register-blocked GEMMs.
 
-What it leaves out: blocks that drift out of step and requests that coalesce (it takes one share of each
-for every kernel), L1 hits between blocks on one SM and L1 misses that re-read L2, associativity and
+What it leaves out: how far blocks drift out of step and how many requests coalesce (it takes one share of
+each for every kernel; measured, the bf16 GEMM's waves stay crisp and a third of its reads merge, the
+shared-memory GEMM's drift apart and a tenth merge), L1 hits between blocks on one SM and L1 misses that re-read L2, associativity and
 replacement details, DRAM page effects, and any access the footprint analysis could not express.
 bench/results/l2_model_vs_ncu_h200.md says how far that goes, kernel by kernel, with the constants
 fitted on half of the kernels.
@@ -59,12 +64,12 @@ EFFECTIVE = 0.8
 SOFTNESS = 0.25
 # Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
 # between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
-IN_STEP = 0.7
-MERGED = 0.4
+IN_STEP = 0.9
+MERGED = 0.1
 # The near copy is looked for among this many earlier readers of the same data (the last one stands for all
-# those further back: with two partitions the first four cover 15/16 of the chance).  1: the last reader
-# left it, whichever side it ran on.
-NEAR_READERS = 1
+# those further back: with two partitions the first four cover 15/16 of the chance).  1 would take the copy
+# the last reader left, whichever side it ran on.
+NEAR_READERS = 4
 
 
 @dataclass(frozen=True)
@@ -198,18 +203,15 @@ class L2Model:
             step = self.in_step * in_step
             return np.where(gaps > 0, step + (1.0 - step) * lru, 0.0)
 
-        def kept_near(occ: _Occurrences, table: np.ndarray, in_order: bool) -> np.ndarray:
+        def kept_near(occ: _Occurrences, table: np.ndarray) -> np.ndarray:
             """`kept` for a near partition's copy: the last reader on this block's side left it, and that is
-            the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1).  In the
-            occurrences' sorted order, or in dispatch order when `in_order` (it costs a scatter)."""
+            the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1)."""
             side = 1.0 / partitions
             own, left = np.zeros(count), 1.0
             for k, gap in enumerate(occ.gaps_back(NEAR_READERS), 1):
                 share = left if k == NEAR_READERS else left * side
                 own += share * table[gap]
                 left -= share
-            if in_order:
-                own[occ.sorted_position] = own.copy()
             return own
 
         missed = [0.0, 0.0]
@@ -225,8 +227,7 @@ class L2Model:
                 merged += self.merged_share * self.in_step * float(in_step[occ.gap].sum()) * size
             repeats = bool(occ.gap.any())
             for i, table in enumerate(levels):
-                # per block, in any order where no halo pairs it with its neighbour's share
-                own = kept_near(occ, table, bool(halos)) if i and repeats else table[occ.gap]
+                own = kept_near(occ, table) if i and repeats else table[occ.gap]
                 lost = (1.0 - own) * size
                 for gap, overlap in halos:  # halos a neighbour brought in, if still held
                     lost -= (1.0 - own) * table[gap] * overlap
@@ -290,16 +291,15 @@ class _Occurrences:
         repeats = (window * self.shorter[at] - self.shorter_sum[at]) / count
         return np.maximum(window - repeats, 1.0)
 
-    def gaps_back(self, most: int) -> list[np.ndarray]:
-        """For k = 1 to `most`, in the sorted order (by key, then position): the distance from each block back
-        to the k-th earlier block with its key (0 when fewer came before)."""
+    def gaps_back(self, most: int) -> np.ndarray:
+        """Row k - 1, for k = 1 to `most`: the distance from each block back to the k-th earlier block with
+        its key (0 when fewer came before), in dispatch order."""
         keys, positions = self.sorted_key, self.sorted_position
-        found = [self.gap[positions]]
-        for k in range(2, most + 1):
-            back = np.zeros(positions.size, dtype=np.int64)
-            if positions.size > k:
-                back[k:] = np.where(keys[k:] == keys[:-k], positions[k:] - positions[:-k], 0)
-            found.append(back)
+        back = np.zeros((most, positions.size), dtype=np.int64)
+        for k in range(1, min(most, positions.size - 1) + 1):  # in the sorted order, then put back at once
+            back[k - 1, k:] = np.where(keys[k:] == keys[:-k], positions[k:] - positions[:-k], 0)
+        found = np.empty_like(back)
+        found[:, positions] = back
         return found
 
     def gap_to(self, keys: np.ndarray) -> np.ndarray:

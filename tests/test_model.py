@@ -149,6 +149,30 @@ def test_a_request_coalescer_takes_merged_reads_out_of_the_lookups():
     assert predict(SHARED, "identity", merging, resident=4, in_step=1.0, merged=0.5).l2_hit_rate == 71.09
 
 
+def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy(monkeypatch):
+    """Eight blocks one after another read the same unit and write their own, on a GPU of two L2 partitions
+    with room for everything: at home only the first read misses.  Half the reads are homed far and look the
+    near partition up first.  Block j finds a near copy if one of the j blocks before it ran on its side:
+    the last (1/2), the one before (1/4), the one before that (1/8), or any further back (the 1/8 left, for
+    NEAR_READERS = 4).  Near misses: 1 + 1/2 + 1/4 + 1/8 = 1.875; far-homed misses 0.9375; requests 8 reads
+    + 0.9375 + 8 writes x 1.5 = 20.9375; hit rate 1 - 1.9375 / 20.9375 = 90.75 %; sent across, the far
+    near-misses and the far writes: 0.5 x (1.875 + 8) = 4.9375.  If the last reader left the copy wherever
+    it ran (NEAR_READERS = 1): 1 near miss, 1.5 of 20.5 (92.68 %), 4.5 sent across."""
+    from swzc import l2model
+
+    code = SHARED.replace("k<<<4, 8>>>", "k<<<8, 8>>>")
+    h200 = hwmodels.load("h200")
+    roomy = dataclasses.replace(h200, l2_bytes=32 * 1024 * 1024, l2_partitions=2, chiplets=1, l2_request_coalescer=False)
+    assert l2model.NEAR_READERS == 4
+    p = predict(code, "identity", roomy, resident=8, in_step=1.0)
+    assert (p.read_misses, p.l2_hit_rate, p.fabric) == (1, 90.75, 5)
+    assert p.requests == round(20.9375)
+    monkeypatch.setattr(l2model, "NEAR_READERS", 1)
+    p = predict(code, "identity", roomy, resident=8, in_step=1.0)
+    assert (p.read_misses, p.l2_hit_rate) == (1, 92.68)
+    assert p.fabric == round(4.5)
+
+
 def test_co_resident_reuse_depends_on_the_blocks_that_run_at_once():
     """The naive GEMM's B strip is shared by blocks a tile row (256 positions) apart: when 1,056 blocks run
     at once (8 per SM) part of that reuse is in step; when 132 do (1 per SM) none of it is."""
@@ -426,3 +450,13 @@ def test_the_built_in_proposer_offers_candidates_in_the_order_a_gpu_should_time_
     assert offered == expected
     by_rate = [p.candidate for p in ranking.predictions if p.candidate in offered]
     assert offered[0] == by_rate[0] and offered != by_rate  # the best first; kinds the model ties with it next
+
+
+def test_gaps_back_to_the_kth_earlier_block_with_the_same_key_in_dispatch_order():
+    """Keys 5, 7, 5, 5, 7, 9, 5 at positions 0 to 6: key 5 at 0, 2, 3 and 6, key 7 at 1 and 4."""
+    from swzc.l2model import _occurrences
+
+    occ = _occurrences(np.array([5, 7, 5, 5, 7, 9, 5]), np.arange(7))
+    back = occ.gaps_back(4)
+    assert back.tolist() == [[0, 0, 2, 1, 3, 0, 3], [0, 0, 0, 3, 0, 0, 4], [0, 0, 0, 0, 0, 0, 6], [0] * 7]
+    assert (back[0] == occ.gap).all()
