@@ -352,6 +352,9 @@ def test_the_bench_kernels_that_stage_their_tiles():
     assert fp_of(KERNELS / "smem_gemm.cu")[0].staged
     assert not fp_of(KERNELS / "naive_gemm.cu")[0].staged
     assert not fp_of(KERNELS / "transpose.cu")[0].staged  # one copy through shared memory, in no loop
+    async_copies, _ = fp_of(KERNELS / "async_gemm.cu")  # __pipeline_memcpy_async, double-buffered
+    assert async_copies.staged and not async_copies.unknown
+    assert sorted(a.array for a in async_copies.accesses) == ["A", "B", "C"]
 
 
 def test_a_file_scope_shared_buffer_stages_too():

@@ -3,6 +3,7 @@
 
     python3 bench/l2/compare.py [--results A.json,B.json] [--times bench/results/l2_times_h200.json] [--hw h200]
                                 [--out bench/results/l2_model_vs_ncu_h200.md]
+    python3 bench/l2/compare.py --predict bench/l2/variants/MANIFEST.json --out PREDICTED.json   # before a GPU run
 
 Reads the measured tables (a later file's row for a (kernel, order) pair already read is ignored), predicts
 every (kernel, order) with the model swzc ranks with (the residency from the compiler, as `swzc rewrite`
@@ -71,7 +72,20 @@ def main() -> None:
     parser.add_argument("--hw", default="h200")
     parser.add_argument("--out", default="bench/results/l2_model_vs_ncu_h200.md")
     parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv,bench/results/lrc_probe_tiled_h200.csv")
+    parser.add_argument("--predict", metavar="MANIFEST", help="only predict every variant of a manifest (before it is "
+                        "measured) and write the predictions as JSON to --out")
     args = parser.parse_args()
+    if args.predict:
+        variants = json.loads(Path(args.predict).read_text())["variants"]
+        start = time.perf_counter()
+        predicted, _ = predict_all([{"kernel": v["kernel"], "candidate": v["candidate"]} for v in variants], args.hw)
+        rows = [{"kernel": k, "candidate": c, "l2_hit_pct": p.l2_hit_rate, "dram_bytes": p.dram_bytes, "lookups": p.requests,
+                 "merged": p.merged, "fabric": p.fabric} for (k, c), p in predicted.items()]
+        doc = {"command": f"python3 bench/l2/compare.py --predict {args.predict} --hw {args.hw} --out {args.out}",
+               "seconds": round(time.perf_counter() - start, 1), "predictions": rows}
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"{len(rows)} predictions -> {args.out}")
+        return
     paths = args.results.split(",")
     docs = [json.loads(Path(p).read_text()) for p in paths if Path(p).is_file()]
     results = measurements(paths)
