@@ -71,7 +71,8 @@ def main() -> None:
     parser.add_argument("--times", default="bench/results/l2_times_h200.json")
     parser.add_argument("--hw", default="h200")
     parser.add_argument("--out", default="bench/results/l2_model_vs_ncu_h200.md")
-    parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv,bench/results/lrc_probe_tiled_h200.csv")
+    parser.add_argument("--lrc", default="bench/results/lrc_probe_h200.csv,bench/results/lrc_probe_tiled_h200.csv,"
+                        "bench/results/lrc_fabric_probe_async_h200.csv")
     parser.add_argument("--predict", metavar="MANIFEST", help="only predict every variant of a manifest (before it is "
                         "measured) and write the predictions as JSON to --out")
     args = parser.parse_args()
