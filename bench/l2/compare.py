@@ -152,8 +152,9 @@ def main() -> None:
     print("\n".join(lines[-len(per_kernel) - 4:]))
 
 
-def _lrc_rows(path: str) -> dict[str, dict[str, float]]:
-    """ncu's raw page as l1_probe.sh writes it: a `### variant` line, then the header and a row."""
+def ncu_page(path: str | Path, prefixes: tuple[str, ...] = ("lrc__",)) -> dict[str, dict[str, float]]:
+    """ncu's raw page as l1_probe.sh writes it (a `### variant` line, then the header and a row), as the
+    numeric metrics whose names start with one of `prefixes`, by variant."""
     rows, name, header = {}, "", None
     for line in Path(path).read_text().splitlines():
         if line.startswith("### "):
@@ -163,7 +164,8 @@ def _lrc_rows(path: str) -> dict[str, dict[str, float]]:
         if row and row[0] == "ID":
             header = row
         elif header and row and row[0].isdigit():
-            rows[name] = {k: float(v.replace(",", "")) for k, v in zip(header, row) if k.startswith("lrc__") and v}
+            values = {k: v.replace(",", "") for k, v in zip(header, row) if k.startswith(prefixes)}
+            rows[name] = {k: float(v) for k, v in values.items() if v.replace(".", "", 1).isdigit()}
     return rows
 
 
@@ -174,7 +176,7 @@ def _merged_table(paths: list[str], predicted: dict) -> list[str]:
              "`lrc__xbar2gpc_sectors_op_read` (the sectors L1 received). Predicted: the model's merged reads over the "
              "footprint's reads; it merges only in kernels that stage their reads through shared memory.", "",
              "| kernel | order | measured merged % | predicted merged % |", "|---|---|---:|---:|"]
-    for variant, counters in (item for path in paths for item in _lrc_rows(path).items()):
+    for variant, counters in (item for path in paths for item in ncu_page(path).items()):
         kernel, _, stem = variant.partition("__")
         p = predicted.get((kernel, stem.replace("-", "+").replace("_", ":")))
         delivered = counters.get("lrc__xbar2gpc_sectors_op_read.sum")

@@ -21,8 +21,6 @@ writes the table, with each form's median error.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import statistics
@@ -79,25 +77,11 @@ def predict(out: Path) -> None:
     print(f"{len(rows)} variants -> {out}")
 
 
-def measured(path: Path) -> dict[str, dict[str, float]]:
-    """ncu's raw page as l1_probe.sh writes it: a `### variant` line, then the header and a row."""
-    rows, name, header = {}, "", None
-    for line in path.read_text().splitlines():
-        if line.startswith("### "):
-            name, header = line[4:].strip(), None
-            continue
-        row = next(csv.reader(io.StringIO(line)), [])
-        if row and row[0] == "ID":
-            header = row
-        elif header and row and row[0].isdigit():
-            rows[name] = {k: float(v.replace(",", "")) for k, v in zip(header, row)
-                          if k.startswith(("lts__", "dram__")) and v and v.replace(",", "").replace(".", "").isdigit()}
-    return rows
-
-
 def compare(csv_path: Path, predicted_path: Path, out: Path) -> None:
+    from compare import ncu_page
+
     doc = json.loads(predicted_path.read_text())
-    got = measured(csv_path)
+    got = ncu_page(csv_path, ("lts__", "dram__"))
     lines = ["# Sectors sent between the two L2 partitions: predicted before measuring, then measured on the H200", "",
              f"Predicted with `{doc['command']}` (committed before the run; forms: "
              + "; ".join(f"`{k}` {v}" for k, v in doc["forms"].items()) + ").",
