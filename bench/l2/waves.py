@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Do blocks drift out of step as waves go by?  Two GEMMs at identity, with 2 to 62 waves of blocks.
+
+    python3 bench/l2/waves.py write                 # here: the variants, into bench/l2/variants/waves/
+    OUT=$OUT bash bench/l2/waves.sh                 # on the GPU machine: ncu on each (about 35 s)
+    python3 bench/l2/waves.py compare waves.csv     # here: bench/results/waves_h200.md
+
+The bf16 WMMA GEMM (synchronous loads staged behind barriers) with M = 2048, 8192 and 32768, and the
+async-copy GEMM (double-buffered `__pipeline_memcpy_async`) with M = 512, 2048 and 8192: only the number
+of tile rows changes, so only the number of waves does.  Each is put against three figures for its DRAM
+reads: the model as it is, the model with no reuse in step (`IN_STEP` = 0: block starts spread evenly), and
+`one fetch per wave`: every panel the blocks of a wave read fetched once in that wave, none kept from one
+wave to the next (blocks in lockstep, waves crisp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from swzc import hw as hwmodels  # noqa: E402
+from swzc import source  # noqa: E402
+from swzc.analysis import analyze  # noqa: E402
+from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model, _keys, _tiles_of  # noqa: E402
+from swzc.prove import dispatch_maps  # noqa: E402
+from swzc.rank import MAX_MODEL_BLOCKS, _footprint, _resident  # noqa: E402
+from swzc.residency import residency  # noqa: E402
+from swzc.swizzles import parse_spec  # noqa: E402
+
+FOLDER = HERE / "variants" / "waves"
+SIZES = {  # kernel: (its file, the line that sets the rows, the row counts)
+    "gemm_bf16_wmma": (REPO / "bench" / "suite" / "kernels" / "gemm_bf16_wmma.cu", "#define M 8192", (2048, 8192, 32768)),
+    "async_gemm": (HERE / "kernels" / "async_gemm.cu", "#define MD 2048", (512, 2048, 8192)),
+}
+
+
+def write() -> None:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    for kernel, (path, line, sizes) in SIZES.items():
+        text = path.read_text()
+        assert text.count(line) == 1, (path, line)
+        for rows in sizes:
+            name = line.split()[1]
+            (FOLDER / f"{kernel}__M{rows}.cu").write_text(text.replace(line, f"#define {name} {rows}"))
+    print(f"{sum(len(s) for _, _, s in SIZES.values())} variants -> {FOLDER}")
+
+
+def one_fetch_per_wave(model: L2Model, tiles, resident: int, total: int) -> float:
+    """DRAM bytes if every wave fetched each footprint its blocks read once, and kept nothing for the next."""
+    fetched = 0.0
+    for stream in model.reads:
+        keys = _keys(tiles, stream.key_offsets)
+        per_wave = [len(set(keys[start:start + resident].tolist())) for start in range(0, keys.size, resident)]
+        fetched += sum(per_wave) * stream.units.size
+    return fetched * model.unit * total / tiles.shape[0]
+
+
+def predict(path: Path) -> dict:
+    hw = hwmodels.load("h200")
+    src = source.load(str(path))
+    info = next(k for k in analyze(src).kernels if k.launches)
+    index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)
+    fp = _footprint(src, info, index, None)
+    resident = _resident(residency(src, info, hw, fp.threads, use_compiler=True), info, index, hw)
+    (order,) = dispatch_maps([(parse_spec("identity"), fp.adapter)], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)
+    total = math.prod(fp.grid)
+    scale = total / order.shape[0]
+    model = L2Model(fp, hw, resident)
+    now = model.predict("identity", order, fp.adapter, fp.divisor)
+    spread = L2Model(fp, hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0).predict("identity", order, fp.adapter, fp.divisor)
+    tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
+    return {"tiles": fp.tiles[:2], "waves": total / resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
+            "spread_mb": spread.read_misses * model.unit * scale / 1e6,
+            "crisp_mb": one_fetch_per_wave(model, tiles, resident, total) / 1e6}
+
+
+def compare(csv_path: Path, out: Path) -> None:
+    from compare import ncu_page
+
+    measured = ncu_page(csv_path, ("lts__", "dram__", "gpu__"))
+    lines = ["# Blocks in step or not, against the number of waves (identity order, NVIDIA H200)", "",
+             f"Measured with `OUT=$OUT bash bench/l2/waves.sh` (`{csv_path.name}`); predicted with "
+             "`python3 bench/l2/waves.py compare`.", "",
+             "| kernel | tile rows × columns | waves | measured DRAM read MB | one fetch per wave | model now | "
+             "no reuse in step | measured L2 hit % | ms |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for variant in sorted(measured, key=lambda v: (v.split("__")[0], int(v.split("__M")[1]))):
+        kernel = variant.split("__")[0]
+        p = predict(FOLDER / f"{variant}.cu")
+        m = measured[variant]
+        rows, cols = p["tiles"]
+        lines.append(f"| {kernel} | {rows} × {cols} | {p['waves']:.1f} | {m['dram__bytes_read.sum'] / 1e6:,.0f} | "
+                     f"{p['crisp_mb']:,.0f} | {p['now_mb']:,.0f} | {p['spread_mb']:,.0f} | "
+                     f"{m['lts__t_sector_hit_rate.pct']:.1f} | {m['gpu__time_duration.sum'] / 1e6:.2f} |")
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="what", required=True)
+    sub.add_parser("write")
+    c = sub.add_parser("compare")
+    c.add_argument("csv")
+    c.add_argument("--out", default="bench/results/waves_h200.md")
+    args = ap.parse_args()
+    if args.what == "write":
+        write()
+    else:
+        compare(Path(args.csv), Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
