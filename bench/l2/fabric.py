@@ -8,7 +8,7 @@ A read homed in the far partition looks the near one up first; when the near par
 request goes on over the fabric between them (ncu: lts__t_sectors_srcunit_ltcfabric), and writes homed far
 always do.  The two forms differ only in where a near copy comes from:
 - `last-reader`: the block that read the data last left it, whichever side of the chip it ran on (the
-  model up to 7f8554b: NEAR_READERS = 1, IN_STEP 0.7, MERGED 0.4);
+  model up to 176e615: NEAR_READERS = 1, IN_STEP 0.7, MERGED 0.4);
 - `same-side`: only a reader on the same side did: the k-th earlier reader with probability
   (1/P)(1 - 1/P)^(k-1) (NEAR_READERS = 4, and the constants bench/l2/fit.py chose for this form: IN_STEP
   0.9, MERGED 0.1); and the same form with the other's constants.
