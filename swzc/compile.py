@@ -21,7 +21,7 @@ from pathlib import Path
 
 from swzc import processes
 from swzc.hw import HardwareModel
-from swzc.preprocess import MAX_HEADER_BYTES, read_regular_file
+from swzc.preprocess import MAX_HEADER_BYTES, context_from_flags, read_regular_file
 
 TIMEOUT_S = 300
 MAX_SCANNED_HEADERS = 256  # headers followed when looking for an #include of something not a regular file
@@ -75,7 +75,7 @@ def compile_copy(name: str, data: bytes, dialect: str, hw: HardwareModel, flags:
 
     None, with the reason, also when the file or a header it includes names a device, a FIFO or anything
     else that is not a regular file: the compiler would read it without end, or wait on it."""
-    unreadable = unsafe_include(data, include_dir, _include_dirs(flags, include_dir))
+    unreadable = unsafe_include(data, include_dir, context_from_flags(list(flags), include_dir).include_dirs)
     if unreadable:
         return None, None, f"not compiled: {unreadable}"
     with tempfile.TemporaryDirectory(prefix="swzc-cc-") as tmp:
@@ -119,23 +119,6 @@ def unsafe_include(data: bytes, folder: str, include_dirs: tuple[str, ...]) -> s
                         todo.append((header, os.path.dirname(real), f"{real}, "))
                 break  # the first place that has it is the one the compiler takes
     return None
-
-
-def _include_dirs(flags: tuple[str, ...], folder: str) -> tuple[str, ...]:
-    """The folders of the -I / -isystem flags, relative ones taken from `folder` (where the compile runs)."""
-    found = []
-    takes_next = False
-    for flag in flags:
-        if takes_next:
-            found.append(flag)
-            takes_next = False
-        elif flag in ("-I", "-isystem"):
-            takes_next = True
-        elif flag.startswith("-isystem"):
-            found.append(flag[len("-isystem"):])
-        elif flag.startswith("-I"):
-            found.append(flag[2:])
-    return tuple(os.path.join(folder, d) for d in found)
 
 
 def _keep(name: str, data: bytes, cmd: list[str], keep_dir: str | None) -> tuple[str, str]:
