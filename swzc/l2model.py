@@ -51,7 +51,7 @@ fitted on half of the kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -83,6 +83,14 @@ class Prediction:
     reads: int = 0  # the footprint's reads, in fetch units
     merged: int = 0  # reads the L2 request coalescer merges: never looked up
     fabric: int = 0  # requests sent on from a near partition to the far home one (ncu: lts__t_sectors_srcunit_ltcfabric)
+
+    def scaled(self, scale: float) -> Prediction:
+        """This prediction over the first dispatch positions, as totals for a grid `scale` times as large: every
+        count grows with it, the hit rate stays."""
+        if scale == 1.0:
+            return self
+        counts = ("requests", "read_misses", "reads", "merged", "fabric")
+        return replace(self, dram_bytes=self.dram_bytes * scale, **{name: int(round(getattr(self, name) * scale)) for name in counts})
 
 
 @dataclass(frozen=True)

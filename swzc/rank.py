@@ -184,7 +184,7 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
     model = L2Model(fp, hw, resident)
     scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
-    predictions = sorted((_scaled(model.predict(s.name, order, adapter, divisor), scale) for s, order in zip(specs, maps)),
+    predictions = sorted((model.predict(s.name, order, adapter, divisor).scaled(scale) for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
@@ -196,15 +196,6 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
     return Ranking(fp, tuple(predictions), best.candidate, reason)
-
-
-def _scaled(p: Prediction, scale: float) -> Prediction:
-    """A prediction over the first dispatch positions, as totals for the whole grid."""
-    if scale == 1.0:
-        return p
-    return replace(p, dram_bytes=p.dram_bytes * scale, requests=int(round(p.requests * scale)),
-                   read_misses=int(round(p.read_misses * scale)), reads=int(round(p.reads * scale)),
-                   merged=int(round(p.merged * scale)), fabric=int(round(p.fabric * scale)))
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:
