@@ -2154,7 +2154,7 @@ def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: se
     for loop in _outermost_loops(bodies):
         inside = list(walk(loop))
         calls = [c for c in inside if c.type == "call_expression"]
-        names = {_callee(c).rsplit(".", 1)[-1] for c in calls}
+        names = _called(calls)
         asm = b" ".join(n.text or b"" for n in inside if "asm" in n.type)
         if not (names & _BARRIERS or any(b in asm for b in _ASM_BARRIERS)):
             continue
@@ -2174,11 +2174,15 @@ def _staged(bodies: list[Node | None], file_shared: frozenset[str], pointers: se
             key = (id(helper), frozenset(into), frozenset(sources))
             if key not in copies:
                 body = helper_nodes.setdefault(id(helper), list(walk(helper.child_by_field_name("body"))))
-                copies[key] = bool({_callee(c).rsplit(".", 1)[-1] for c in body if c.type == "call_expression"} & _ASYNC_COPIES) \
-                    or _copies_into(body, into, sources, words)
+                copies[key] = bool(_called(body) & _ASYNC_COPIES) or _copies_into(body, into, sources, words)
             if copies[key]:
                 return True
     return False
+
+
+def _called(nodes: list[Node]) -> set[str]:
+    """The functions the calls among `nodes` name, without an object or namespace (`bar.sync()` -> `sync`)."""
+    return {_callee(c).rsplit(".", 1)[-1] for c in nodes if c.type == "call_expression"}
 
 
 def _outermost_loops(bodies: list[Node | None]) -> Iterator[Node]:
