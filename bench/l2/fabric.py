@@ -47,12 +47,9 @@ def variants() -> list[tuple[str, str]]:
     return [(EVERY_ORDER, c) for c in bf16] + [(k, c) for k in OTHERS for c in FIVE]
 
 
-def stem(kernel: str, candidate: str) -> str:
-    return f"{kernel}__{candidate.replace(':', '_').replace('+', '-')}"
-
-
 def predict(out: Path) -> None:
     from fit import Kernel
+    from make_variants import slug
 
     hw = hwmodels.load("h200")
     wanted = variants()
@@ -63,7 +60,7 @@ def predict(out: Path) -> None:
         total = math.prod(kernel.fp.grid)
         for candidate, order in zip(orders, kernel.maps):
             scale = total / order.shape[0]
-            row = {"kernel": name, "candidate": candidate, "variant": stem(name, candidate)}
+            row = {"kernel": name, "candidate": candidate, "variant": f"{name}__{slug(candidate)}"}
             for form, (readers, in_step, merged) in FORMS.items():
                 l2model.NEAR_READERS = readers
                 p = L2Model(kernel.fp, hw, kernel.resident, EFFECTIVE, SOFTNESS, in_step, merged).predict(

@@ -57,8 +57,9 @@ def measurements(paths: list[str]) -> list[dict]:
 class Kernel:
     """One measured kernel: its footprint, its residency from the compiler and its measured orders."""
 
-    def __init__(self, name: str, rows: list[dict], hw: hwmodels.HardwareModel) -> None:
-        path, text = kernel_source(name)
+    def __init__(self, name: str, rows: list[dict], hw: hwmodels.HardwareModel, path: Path | None = None) -> None:
+        """`path`: another program holding the kernel `name` (else the bench kernel of that name)."""
+        path, text = kernel_source(name) if path is None else (path, path.read_text())
         src = source.load_bytes(str(path), text.encode())
         (info,) = [k for k in analyze(src).kernels if k.name == name]
         index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)

@@ -24,14 +24,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+from fit import Kernel  # noqa: E402
 from swzc import hw as hwmodels  # noqa: E402
-from swzc import source  # noqa: E402
-from swzc.analysis import analyze  # noqa: E402
 from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model, _keys, _tiles_of  # noqa: E402
-from swzc.prove import dispatch_maps  # noqa: E402
-from swzc.rank import MAX_MODEL_BLOCKS, _footprint, _resident  # noqa: E402
-from swzc.residency import residency  # noqa: E402
-from swzc.swizzles import parse_spec  # noqa: E402
 
 FOLDER = HERE / "variants" / "waves"
 SIZES = {  # kernel: (its file, the line that sets the rows, the row counts)
@@ -61,25 +56,21 @@ def one_fetch_per_wave(model: L2Model, tiles, resident: int, total: int) -> floa
     return fetched * model.unit * total / tiles.shape[0]
 
 
-def predict(path: Path, text: str | None = None, name: str | None = None) -> dict:
-    """The three DRAM figures for identity (and the model's tile grid and waves), for the kernel `name` (the
-    file's first launched kernel if None) of `path` (or of `text`, read as that path)."""
+def predict(kernel: str, path: Path | None = None) -> dict:
+    """The three DRAM figures for identity, the model's tile grid and the waves, for `kernel` (in the program
+    at `path`, else the bench kernel of that name)."""
     hw = hwmodels.load("h200")
-    src = source.load_bytes(str(path), text.encode()) if text is not None else source.load(str(path))
-    info = next(k for k in analyze(src).kernels if k.launches and (name is None or k.name == name))
-    index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)
-    fp = _footprint(src, info, index, None)
-    resident = _resident(residency(src, info, hw, fp.threads, use_compiler=True), info, index, hw)
-    (order,) = dispatch_maps([(parse_spec("identity"), fp.adapter)], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)
+    k = Kernel(kernel, [{"candidate": "identity"}], hw, path)
+    fp, (order,) = k.fp, k.maps
     total = math.prod(fp.grid)
     scale = total / order.shape[0]
-    model = L2Model(fp, hw, resident)
+    model = L2Model(fp, hw, k.resident)
     now = model.predict("identity", order, fp.adapter, fp.divisor)
-    spread = L2Model(fp, hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0).predict("identity", order, fp.adapter, fp.divisor)
+    spread = L2Model(fp, hw, k.resident, EFFECTIVE, SOFTNESS, 0.0, 0.0).predict("identity", order, fp.adapter, fp.divisor)
     tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
-    return {"tiles": fp.tiles[:2], "waves": total / resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
+    return {"tiles": fp.tiles[:2], "waves": total / k.resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
             "spread_mb": spread.read_misses * model.unit * scale / 1e6,
-            "crisp_mb": one_fetch_per_wave(model, tiles, resident, total) / 1e6}
+            "crisp_mb": one_fetch_per_wave(model, tiles, k.resident, total) / 1e6}
 
 
 def compare(csv_path: Path, out: Path) -> None:
@@ -94,7 +85,7 @@ def compare(csv_path: Path, out: Path) -> None:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for variant in sorted(measured, key=lambda v: (v.split("__")[0], int(v.split("__M")[1]))):
         kernel = variant.split("__")[0]
-        p = predict(FOLDER / f"{variant}.cu")
+        p = predict(kernel, FOLDER / f"{variant}.cu")
         m = measured[variant]
         rows, cols = p["tiles"]
         lines.append(f"| {kernel} | {rows} × {cols} | {p['waves']:.1f} | {m['dram__bytes_read.sum'] / 1e6:,.0f} | "
@@ -106,13 +97,11 @@ def compare(csv_path: Path, out: Path) -> None:
               "| kernel | waves | measured DRAM read MB | one fetch per wave | no reuse in step | share |",
               "|---|---:|---:|---:|---:|---:|"]
     from fit import DEFAULT_RESULTS, measurements
-    from make_variants import kernel_source
 
     rows = {(r["kernel"], r["candidate"]): r for r in measurements(DEFAULT_RESULTS.split(","))}
     for kernel in ("gemm_bf16_wmma", "tiled_gemm", "naive_gemm", "attention_decode", "wmma_gemm", "async_gemm",
                    "smem_gemm", "naive_gemm_8192"):
-        path, text = kernel_source(kernel)
-        p = predict(path, text, kernel)
+        p = predict(kernel)
         m = rows[(kernel, "identity")]["dram_read_bytes"] / 1e6
         share = (p["spread_mb"] - m) / (p["spread_mb"] - p["crisp_mb"])
         lines.append(f"| {kernel} | {p['waves']:.1f} | {m:,.0f} | {p['crisp_mb']:,.0f} | {p['spread_mb']:,.0f} | {share:.2f} |")
