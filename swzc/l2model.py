@@ -52,6 +52,7 @@ fitted on half of the kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -258,8 +259,7 @@ def _one_block_each(key_offsets: tuple[int, int, int], extents: tuple[int, ...])
 def _unrepeated(position: np.ndarray) -> _Occurrences:
     """The occurrences of a stream whose every block has its own key: no block repeats another's."""
     zeros = np.zeros(2, dtype=np.int64)
-    return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, position, int(position.size) + 1,
-                        position, position)
+    return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, int(position.size) + 1, position, position)
 
 
 def _keys(tiles: np.ndarray, key_offsets: tuple[int, int, int]) -> np.ndarray:
@@ -287,10 +287,14 @@ class _Occurrences:
     gap: np.ndarray
     shorter: np.ndarray  # shorter[d]: how many non-zero gaps are below d (d from 0 to the block count + 1)
     shorter_sum: np.ndarray  # shorter_sum[d]: the sum of those gaps
-    codes: np.ndarray  # key * span + position, sorted
-    span: int
-    sorted_key: np.ndarray  # the keys in that order
-    sorted_position: np.ndarray  # and their positions
+    span: int  # more than any position
+    sorted_key: np.ndarray  # the keys, sorted (by key, then by position)
+    sorted_position: np.ndarray  # and their positions in that order
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """key * span + position, sorted: one number per block to search."""
+        return self.sorted_key * self.span + self.sorted_position
 
     def distinct_in(self, window: np.ndarray, count: int) -> np.ndarray:
         """Expected distinct keys among `window` consecutive blocks: the window, less the blocks whose key
@@ -315,8 +319,8 @@ class _Occurrences:
         """Distance from each block back to the last earlier block holding `keys` (0 when none did)."""
         at = np.searchsorted(self.codes, keys * self.span + self.position, side="left") - 1
         at_clipped = np.maximum(at, 0)
-        found = (at >= 0) & (self.codes[at_clipped] // self.span == keys)
-        return np.where(found, self.position - self.codes[at_clipped] % self.span, 0)
+        found = (at >= 0) & (self.sorted_key[at_clipped] == keys)
+        return np.where(found, self.position - self.sorted_position[at_clipped], 0)
 
 
 def _occurrences(key: np.ndarray, position: np.ndarray) -> _Occurrences:
@@ -342,5 +346,4 @@ def _occurrences(key: np.ndarray, position: np.ndarray) -> _Occurrences:
     shorter_sum = np.zeros(span + 2, dtype=np.int64)
     np.cumsum(counts, out=shorter[1:])
     np.cumsum(counts * np.arange(counts.size, dtype=np.int64), out=shorter_sum[1:])
-    codes = sorted_key * span + sorted_position
-    return _Occurrences(key, position, gap, shorter, shorter_sum, codes, span, sorted_key, sorted_position)
+    return _Occurrences(key, position, gap, shorter, shorter_sum, span, sorted_key, sorted_position)
