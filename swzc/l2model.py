@@ -148,12 +148,14 @@ class L2Model:
     """Prediction for one kernel footprint on one GPU; `predict` scores one block order."""
 
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
-                 softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED) -> None:
+                 softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED,
+                 near_readers: int = NEAR_READERS) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
         self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
         self.in_step = in_step
+        self.near_readers = near_readers  # earlier readers a near-partition copy is looked for among
         # only a kernel that stages its reads behind a barrier sends them in the bursts that coalesce
         self.merged_share = merged if hw.l2_request_coalescer and fp.staged else 0.0
         self.unit = hw.l2_sector_bytes
@@ -218,8 +220,8 @@ class L2Model:
             the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1)."""
             side = 1.0 / partitions
             own, left = np.zeros(count), 1.0
-            for k, gap in enumerate(occ.gaps_back(NEAR_READERS), 1):
-                share = left if k == NEAR_READERS else left * side
+            for k, gap in enumerate(occ.gaps_back(self.near_readers), 1):
+                share = left if k == self.near_readers else left * side
                 own += share * table[gap]
                 left -= share
             return own

@@ -77,10 +77,10 @@ __global__ void k(const float* a, float* out) {
 int main() { k<<<4, 8>>>(0, 0); }"""
 
 
-def predict(code, order, hw, resident=1, in_step=0.7, merged=0.0):
+def predict(code, order, hw, resident=1, in_step=0.7, merged=0.0, **options):
     fp, kernel = fp_of(code)
     (mapping,) = dispatch_maps([(parse_spec(order), kernel.adapter)], (*fp.grid, 0))
-    model = L2Model(fp, hw, resident, effective=1.0, softness=0.25, in_step=in_step, merged=merged)
+    model = L2Model(fp, hw, resident, effective=1.0, softness=0.25, in_step=in_step, merged=merged, **options)
     return model.predict(order, mapping, kernel.adapter)
 
 
@@ -149,7 +149,7 @@ def test_a_request_coalescer_takes_merged_reads_out_of_the_lookups():
     assert predict(SHARED, "identity", merging, resident=4, in_step=1.0, merged=0.5).l2_hit_rate == 71.09
 
 
-def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy(monkeypatch):
+def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy():
     """Eight blocks one after another read the same unit and write their own, on a GPU of two L2 partitions
     with room for everything: at home only the first read misses.  Half the reads are homed far and look the
     near partition up first.  Block j finds a near copy if one of the j blocks before it ran on its side:
@@ -167,8 +167,7 @@ def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy(monkeypatch
     p = predict(code, "identity", roomy, resident=8, in_step=1.0)
     assert (p.read_misses, p.l2_hit_rate, p.fabric) == (1, 90.75, 5)
     assert p.requests == round(20.9375)
-    monkeypatch.setattr(l2model, "NEAR_READERS", 1)
-    p = predict(code, "identity", roomy, resident=8, in_step=1.0)
+    p = predict(code, "identity", roomy, resident=8, in_step=1.0, near_readers=1)
     assert (p.read_misses, p.l2_hit_rate) == (1, 92.68)
     assert p.fabric == round(4.5)
 

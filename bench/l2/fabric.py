@@ -31,7 +31,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from swzc import hw as hwmodels  # noqa: E402
-from swzc import l2model  # noqa: E402
 from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model  # noqa: E402
 
 # NEAR_READERS, IN_STEP, MERGED; the third isolates the change of form from the change of constants
@@ -62,11 +61,10 @@ def predict(out: Path) -> None:
             scale = total / order.shape[0]
             row = {"kernel": name, "candidate": candidate, "variant": f"{name}__{slug(candidate)}"}
             for form, (readers, in_step, merged) in FORMS.items():
-                l2model.NEAR_READERS = readers
-                p = L2Model(kernel.fp, hw, kernel.resident, EFFECTIVE, SOFTNESS, in_step, merged).predict(
-                    candidate, order, kernel.fp.adapter, kernel.fp.divisor)
-                row[form] = {"l2_hit_pct": p.l2_hit_rate, "lookups": round(p.requests * scale),
-                             "dram_read_sectors": round(p.read_misses * scale), "fabric_sectors": round(p.fabric * scale)}
+                p = L2Model(kernel.fp, hw, kernel.resident, EFFECTIVE, SOFTNESS, in_step, merged, readers).predict(
+                    candidate, order, kernel.fp.adapter, kernel.fp.divisor).scaled(scale)
+                row[form] = {"l2_hit_pct": p.l2_hit_rate, "lookups": p.requests, "dram_read_sectors": p.read_misses,
+                             "fabric_sectors": p.fabric}
             rows.append(row)
     doc = {"command": "python3 bench/l2/fabric.py predict", "forms": {k: dict(zip(("NEAR_READERS", "IN_STEP", "MERGED"), v))
                                                                      for k, v in FORMS.items()}, "predictions": rows}
