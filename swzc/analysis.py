@@ -16,7 +16,7 @@ from swzc import queries
 from swzc.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
 from swzc.preprocess import CompileContext, Preprocessed, preprocess
 from swzc.errors import SwzcError
-from swzc.source import SourceFile
+from swzc.source import WHOLE_CONSTRUCTS, SourceFile
 
 Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
 
@@ -970,7 +970,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile)
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
-        hazards += _syntax_hazards(src, spans) + _set_aside_hazards(src, spans)
+        unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()
+        hazards += _syntax_hazards(src, spans, unseen) + _set_aside_hazards(src, spans)
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1104,14 +1105,70 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
     return found
 
 
-def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:
+def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str] = frozenset()) -> list[Hazard]:
     """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
-    parse: what the analysis sees there may be wrong, so the kernel is refused with the error's place."""
+    parse, or it calls a function `unseen` (none of the file's parsed definitions) that is named in such a
+    part which reads the block index (a helper whose definition did not parse): what the analysis sees there
+    may be wrong, so the kernel is refused with the error's place."""
     hit = [e for e in src.errors if any(e.overlaps(a, b) for a, b in spans)]
+    if not hit and unseen and src.errors:
+        for start, end in _unparsed_runs(src):
+            name = _defines_a_reader(src.data[start:end].decode("utf-8", "replace"), unseen)
+            if name:
+                line = src.data.count(b"\n", 0, start) + 1
+                return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}) and which may read the "
+                               "block index", "syntax-error")]
     if not hit:
         return []
     more = f" (and {len(hit) - 1} more)" if len(hit) > 1 else ""
     return [Hazard(hit[0].line, f"touches a part of the file swzc cannot parse: {src.error_message(hit[0])}{more}", "syntax-error")]
+
+
+def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
+    """The stretches of the file that are not whole, clean definitions, at file scope or in a namespace,
+    extern "C" block or #if: where a definition that did not parse lies, with what tree-sitter made of it."""
+    containers = {"ERROR", "translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
+                  "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
+    runs: list[tuple[int, int]] = []
+
+    def visit(node: Node) -> None:
+        start = end = -1
+        for child in node.children:
+            if child.type in containers and child.has_error:
+                visit(child)
+            elif child.is_error or child.has_error or child.is_missing or child.type not in WHOLE_CONSTRUCTS:
+                start, end = (child.start_byte if start < 0 else start), child.end_byte
+                continue
+            if start >= 0:
+                runs.append((start, end))
+            start = -1
+        if start >= 0:
+            runs.append((start, end))
+
+    visit(src.tree.root_node)
+    return runs
+
+
+def _defines_a_reader(text: str, names: set[str]) -> str | None:
+    """The first of `names` that `text` seems to define as device code (`__device__ … name(`, or through a
+    macro spelled with DEVICE or HOST), when `text` also reads the block index."""
+    if not _BLOCK_INDEX_TEXT.search(text):
+        return None
+    for match in _CALLED_NAME.finditer(text):
+        if match.group(1) in names:
+            head = text[max(text.rfind(c, 0, match.start()) for c in ";{}") + 1:match.start()]
+            if _DEVICE_WORD.search(head):
+                return match.group(1)
+    return None
+
+
+_CALLED_NAME = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_DEVICE_WORD = re.compile(r"__device__|__host__|DEVICE|HOST")
+
+
+def _callees(function: Node) -> set[str]:
+    """The names a function's body calls."""
+    return {c for c in (_callee(n) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression") if c}
 
 
 def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:
@@ -1144,7 +1201,7 @@ def _kernels_in_errors(src: SourceFile, known: set[str]) -> list[KernelInfo]:
 
 
 def _calls(function: Node, device: Mapping[str, object]) -> set[str]:
-    return {c for c in (_callee(n) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression") if c in device}
+    return {c for c in _callees(function) if c in device}
 
 
 def _reach(start: set[str], calls: Mapping[str, set[str]]) -> set[str]:

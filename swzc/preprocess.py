@@ -89,6 +89,7 @@ class Preprocessed:
     headers: tuple[Header, ...] = ()
     notes: tuple[str, ...] = ()
     bodies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # every body a macro had on a path taken
+    function_like: frozenset[str] = frozenset()  # macros defined with parameters, on some path taken
 
     def active(self, node: Node) -> bool:
         return not any(a <= node.start_byte and node.end_byte <= b for a, b in self.inactive)
@@ -103,12 +104,15 @@ class _State:
     total_bytes: int = 0
     parsed: dict[str, SourceFile | None] = field(default_factory=dict)
     bodies: dict[str, set[str]] = field(default_factory=dict)
+    function_like: set[str] = field(default_factory=set)
 
     def define(self, table: dict[str, Macro | None], name: str, macro: Macro) -> None:
         """A #define.  Redefined differently without an #undef between, the macro has two values in one
         file (nvcc only warns): ambiguous."""
         table[name] = macro if name not in table or table[name] == macro else None
         self.bodies.setdefault(name, set()).add(macro.body)
+        if macro.params is not None:
+            self.function_like.add(name)
 
 
 def preprocess(src: SourceFile, context: CompileContext | None = None, budget: Budget | None = None) -> Preprocessed:
@@ -126,7 +130,7 @@ def preprocess(src: SourceFile, context: CompileContext | None = None, budget: B
     if state.budget.exhausted:
         state.notes.append("evaluation stopped at its work limit (deeply nested macros?); what it had not reached is unknown")
     return Preprocessed(table, tuple(inactive), tuple(state.headers), tuple(dict.fromkeys(state.notes)),
-                        {name: tuple(sorted(bodies)) for name, bodies in state.bodies.items()})
+                        {name: tuple(sorted(bodies)) for name, bodies in state.bodies.items()}, frozenset(state.function_like))
 
 
 def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
@@ -424,15 +428,15 @@ def context_from_flags(args: list[str], directory: str = ".") -> CompileContext:
 # ---- a broken parse, read again as the compiler reads it --------------------------------------------------
 
 _DIRECTIVE_LINE = re.compile(rb"[ \t]*#[ \t]*([A-Za-z_]\w*)(.*)", re.S)
-_STATEMENT_MACRO = re.compile(rb"([ \t]*)([A-Za-z_]\w*)[ \t]*(\((?:[^()\n]|\([^()\n]*\))*\))?[ \t]*(?://[^\n]*)?\r?$")
 
 
 def refine(src: SourceFile, context: CompileContext | None = None, seen: Preprocessed | None = None) -> SourceFile:
     """A file tree-sitter could not parse whole, parsed again as the compiler reads it: an `#if` chain the
     build's macros decide keeps only its branch (its directives and the other branches are parsed as
-    spaces), and a statement macro used without a semicolon (`TIMER_START` on a line of its own) is parsed
-    as spaces.  The file's bytes do not change, only what tree-sitter is given; kept only when it leaves fewer
-    errors.  `seen` is what `preprocess` made of the broken parse: the macros the local headers define."""
+    spaces), a statement macro used without a semicolon (`TIMER_START` on a line of its own) and a macro
+    that is only qualifiers (`RESTRICT`) are parsed as spaces.  The file's bytes do not change, only what
+    tree-sitter is given; kept only when it leaves fewer lines unparsed (or as many, in fewer errors).
+    `seen` is what `preprocess` made of the broken parse: the macros the local headers define."""
     if not src.errors:
         return src
     table: dict[str, Macro | None] = {name: Macro(None, value) for name, value in _BUILTIN[src.dialect].items()}
@@ -448,10 +452,21 @@ def refine(src: SourceFile, context: CompileContext | None = None, seen: Preproc
     bodies = {name: (m.body,) for name, m in table.items() if m is not None}
     bodies.update(seen.bodies if seen is not None else {})
     ranges += _statement_macros(src.data, bodies, ranges)
+    function_like = {name for name, m in table.items() if m is not None and m.params is not None}
+    function_like |= seen.function_like if seen is not None else set()
+    ranges += _qualifier_macros(src.data, {k: v for k, v in bodies.items() if k not in function_like}, ranges)
     if not ranges:
         return src
     refined = load_bytes(src.path, src.data, tuple(sorted(set(ranges))))
-    return refined if len(refined.errors) < len(src.errors) else src
+    return refined if _unparsed(refined) < _unparsed(src) else src
+
+
+def _unparsed(src: SourceFile) -> tuple[int, int]:
+    """How much of a file tree-sitter could not parse: the lines its errors touch, then how many errors."""
+    lines = set()
+    for issue in src.errors:
+        lines.update(range(issue.line, issue.line + src.data.count(b"\n", issue.start, issue.end) + 1))
+    return len(lines), len(src.errors)
 
 
 def _logical_lines(data: bytes) -> list[tuple[int, int, bytes]]:
@@ -568,19 +583,104 @@ def _condition_node(text: str) -> Node | None:
 
 
 def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Lines that hold only a use of a macro every definition of which expands to whole statements (empty,
-    or ending in `;` or `}`) and reads no block index, with no semicolon after it: parsed as spaces."""
+    """Uses of a macro on lines of their own, its arguments spanning lines or not, with no semicolon after it,
+    where every definition of the macro expands to whole statements (see _statements) and reads no block
+    index: parsed as spaces."""
+    found = []
+    lines = _logical_lines(data)
+    skip_to = 0
+    for start, end, text in lines:
+        if start < skip_to or any(a <= start < b for a, b in blanked):
+            continue
+        head = _MACRO_USE.match(text)
+        if head is None or head.group(2).decode() not in bodies:
+            continue
+        name = head.group(2).decode()
+        stop = start + head.end(2)
+        if head.group(3):  # the arguments: to the matching parenthesis, over lines if they go on
+            close = _closing(data, start + head.end(3) - 1)
+            if close < 0:
+                continue
+            stop = close + 1
+        line_end = data.find(b"\n", stop)
+        rest = data[stop:len(data) if line_end < 0 else line_end]
+        if not _NOTHING_AFTER.fullmatch(rest) or any(start < b and a < stop for a, b in blanked):
+            continue
+        if not all(_statements(_joined(body), bodies) for body in bodies[name]):
+            continue
+        found.append((start + head.start(2), stop))
+        skip_to = stop
+    return found
+
+
+_MACRO_USE = re.compile(rb"([ \t]*)([A-Za-z_]\w*)[ \t]*(\()?")
+_NOTHING_AFTER = re.compile(rb"[ \t]*(?://[^\n]*)?\r?")
+_LAST_USE = re.compile(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)$")
+
+
+def _closing(data: bytes, opening: int, most: int = 4096) -> int:
+    """The offset of the parenthesis that closes the one at `opening`, past string and character literals (-1
+    when not within `most` bytes, or a comment or an unclosed literal on the way makes it unsure)."""
+    depth = 0
+    at, limit = opening, min(len(data), opening + most)
+    while at < limit:
+        c = data[at]
+        if c in b"\"'":
+            literal = _LITERAL.match(data, at, limit)
+            if literal is None:
+                return -1
+            at = literal.end()
+            continue
+        if data.startswith((b"//", b"/*"), at):
+            return -1
+        if c == 40:  # (
+            depth += 1
+        elif c == 41:  # )
+            depth -= 1
+            if depth == 0:
+                return at
+        at += 1
+    return -1
+
+
+_LITERAL = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+
+
+def _statements(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int = 4) -> bool:
+    """Whether a macro body expands to whole statements: empty, ending in `;` or `}`, or ending in a use of a
+    macro whose bodies do (`#define ALL(t) CASE(1, t) CASE(2, t)`), and reading no block index."""
+    if _BLOCK_READ.search(text):
+        return False
+    if not text or text.endswith((";", "}")):
+        return True
+    last = _LAST_USE.search(text)
+    return depth > 0 and last is not None and last.group(1) in bodies and \
+        all(_statements(_joined(b), bodies, depth - 1) for b in bodies[last.group(1)])
+
+
+def _joined(body: str) -> str:
+    """A macro body as one line: continuations joined, and a last backslash (before an empty line) dropped."""
+    return re.sub(r"\\\r?\n", " ", body).rstrip("\\ \t\r\n").strip()
+
+
+# What an object-like macro may expand to, to be read as nothing: qualifiers that say nothing about blocks
+# (`#define RESTRICT __restrict__` in `const float * RESTRICT x`, where the grammar wants a declarator).
+_QUALIFIER = re.compile(r"(?:\s*\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|"
+                        r"__noinline__|static|constexpr)\b)*\s*")
+
+
+def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Every use, outside directives, of an object-like macro each definition of which is empty or only such
+    qualifiers: parsed as spaces, as the compiler reads an empty one."""
+    names = sorted(name for name, texts in bodies.items() if texts and all(_QUALIFIER.fullmatch(_joined(t)) for t in texts))
+    if not names:
+        return []
+    use = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
     found = []
     for start, end, text in _logical_lines(data):
-        if any(a <= start < b for a, b in blanked):
+        if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or any(a <= start < b for a, b in blanked):
             continue
-        match = _STATEMENT_MACRO.fullmatch(text)
-        if match is None or match.group(2).decode() not in bodies:
-            continue
-        texts = [b.strip() for b in bodies[match.group(2).decode()]]
-        if any(t and not t.endswith((";", "}")) or _BLOCK_READ.search(t) for t in texts):
-            continue
-        found.append((start + match.start(2), start + match.end(3 if match.group(3) else 2)))
+        found += [(start + m.start(), start + m.end()) for m in use.finditer(text)]
     return found
 
 

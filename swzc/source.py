@@ -79,16 +79,50 @@ def detect_dialect(path: str, data: bytes) -> str:
     return "cuda"
 
 
+# Constructs that are whole by themselves: one found complete and clean inside an ERROR node was parsed as
+# what it is, and only the pieces between such constructs are what tree-sitter could not parse.
+WHOLE_CONSTRUCTS = frozenset({
+    "function_definition", "template_declaration", "declaration", "type_definition", "namespace_definition",
+    "linkage_specification", "alias_declaration", "using_declaration", "static_assert_declaration", "comment",
+    "preproc_include", "preproc_def", "preproc_function_def", "preproc_call", "preproc_if", "preproc_ifdef",
+})
+
+
+def _broken_runs(node: Node) -> list[tuple[int, int, Node]]:
+    """An ERROR node as the stretches between the whole, clean constructs among its children (tree-sitter,
+    failing late in a file, may wrap every definition before the failure in one ERROR): (start, end, first
+    node of the stretch).  With no such construct inside, the node itself."""
+    runs: list[tuple[int, int, Node]] = []
+    first: Node | None = None
+    last: Node | None = None
+    for child in node.children:
+        if child.type in WHOLE_CONSTRUCTS and not child.has_error and not child.is_missing:
+            if first is not None and last is not None:
+                runs.append((first.start_byte, last.end_byte, first))
+            first = last = None
+        else:
+            first, last = first or child, child
+    if first is not None and last is not None:
+        runs.append((first.start_byte, last.end_byte, first))
+    if len(runs) == 1 and runs[0][:2] == (node.start_byte, node.end_byte):
+        return [(node.start_byte, node.end_byte, node)]
+    return runs
+
+
 def error_nodes(root: Node) -> list[tuple[int, int, Node | None]]:
     """(start, end, node) of every ERROR and MISSING node, in document order.  A MISSING token that
     tree-sitter keeps hidden (it is in no node's children) is placed, zero-width, at the end of the
-    smallest node that reports an error without a child that holds it; its node is then None."""
+    smallest node that reports an error without a child that holds it; its node is then None.  An ERROR node
+    that holds whole, clean definitions is given as the stretches between them (see _broken_runs)."""
     found: list[tuple[int, int, Node | None]] = []
     stack = [root] if root.has_error else []
     while stack:
         node = stack.pop()
-        if node.is_error or node.is_missing:
-            found.append((node.start_byte, node.end_byte if node.is_error else node.start_byte, node))
+        if node.is_error:
+            found += _broken_runs(node)
+            continue
+        if node.is_missing:
+            found.append((node.start_byte, node.start_byte, node))
             continue
         bad = [child for child in node.children if child.has_error or child.is_missing or child.is_error]
         if not bad:

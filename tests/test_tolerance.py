@@ -222,3 +222,54 @@ def test_a_condition_the_build_does_not_decide_is_left_alone(tmp_path):
     undecided = SPLIT_HEADER.replace("#ifdef PINNED", "#ifdef __CUDA_ARCH__")
     result, doc, _ = run(tmp_path, KERNEL + LAUNCH + undecided)
     assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "rewritten"  # tolerated, not read as one branch
+
+
+# torch-extension glue at the end of a file: macro uses at file scope that tree-sitter cannot parse, after
+# which it wraps the whole file, kernels included, in one ERROR node
+BINDINGS = ("".join(f"BIND(f{i}, torch::kFloat32, float, {i})\n" for i in range(4))
+            + "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "".join(f"  EXT(bind_f{i})\n" for i in range(4)) + "}\n")
+
+
+def test_definitions_before_a_late_failure_are_analysed(tmp_path):
+    text = "#include <algorithm>\n" + KERNEL + LAUNCH + BINDINGS
+    assert parse(text.encode()).root_node.type == "ERROR"  # the case: everything inside one ERROR node
+    result, doc, out = run(tmp_path, text)
+    assert result.exit_code == 0, result.output
+    assert statuses(doc)["tile2d"][0] == "rewritten"
+    assert doc["syntax_errors"] and min(e["line"] for e in doc["syntax_errors"]) == 12  # the glue, not line 1
+    assert out.read_text().endswith(BINDINGS)
+
+
+def test_a_helper_whose_definition_did_not_parse_refuses_the_kernels_that_call_it(tmp_path):
+    helper = "#define ATTRS(n)\n__device__ int where(int i) ATTRS(4) { return blockIdx.x * i; }\n"
+    kernel = KERNEL.replace("b[row * n + col] = acc;", "b[where(row) * n + col] = acc;")
+    result, doc, _ = run(tmp_path, helper + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["other"][0] == "rewritten", result.output
+    assert statuses(doc)["tile2d"][0] == "refused" and "calls where" in statuses(doc)["tile2d"][1]
+    # a helper of that name that is only called, not defined, in the part that did not parse is no reason
+    called = "__device__ int where(int i);\nvoid host() { int k = where(blockIdx.x) ATTRS(2); }\n"
+    result, doc, _ = run(tmp_path, "#define ATTRS(n)\n" + called + kernel + LAUNCH + OTHER)
+    assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "rewritten", result.output
+
+
+def test_qualifier_macros_are_read_as_the_compiler_expands_them(tmp_path):
+    # defined two ways (nothing, or __restrict__) and used where the grammar wants a declarator
+    macro = "#ifdef NO_RESTRICT\n#define RESTRICT\n#else\n#define RESTRICT __restrict__\n#endif\n"
+    kernel = KERNEL.replace("  float acc = 0.0f;\n", "  const float * RESTRICT src = a;\n  float acc = 0.0f;\n").replace(
+        "acc += a[row", "acc += src[row")
+    result, doc, out = run(tmp_path, macro + kernel + LAUNCH)
+    assert doc["syntax_errors"] == [] and statuses(doc)["tile2d"][0] == "rewritten", result.output
+    assert "const float * RESTRICT src = a;" in out.read_text()
+    # a macro that expands to more than qualifiers is not read as nothing
+    result, doc, _ = run(tmp_path, "#define RESTRICT __restrict__ float\n" + kernel + LAUNCH + OTHER)
+    assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "refused"
+
+
+def test_statement_macros_spanning_lines_or_made_of_other_ones_are_read_as_statements(tmp_path):
+    macros = ("#define CASE(n, T) if (sizeof(T) == (n)) { puts(#T); }\n"
+              "#define ALL(T) CASE(4, T) CASE(8, T)\n"
+              "#define BIND(tag, T, n) void bind_##tag(T* x) { ALL(T) }\n")
+    uses = "BIND(f32, float,\n     1)\nBIND(f64, double, /* eight */ 8)\nvoid check() {\n  ALL(float)\n  ALL(int)\n}\n"
+    result, doc, _ = run(tmp_path, macros + KERNEL + LAUNCH + uses)
+    assert result.exit_code == 0 and statuses(doc)["tile2d"][0] == "rewritten", result.output
+    assert min(e["line"] for e in doc["syntax_errors"]) == 16  # only from the use with a comment in its arguments
