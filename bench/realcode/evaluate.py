@@ -9,7 +9,8 @@ scratch folder (--work, default under /tmp) and swzc runs there; the copies are 
 and swzc writes only with -o into a separate folder, so no source is ever modified.
 
 For every file: `swzc analyze FILE --json`, then `swzc rewrite FILE -o OUT --json --no-bench` (the
-default choice, no --swizzle; with the compile check unless --no-compile), each bounded by --timeout.
+default choice, no --swizzle; with the compile check unless --no-compile), each bounded by --timeout and
+each given the repository's include folders and macros as -I and -D, as its build would.
 What is counted:
   1. files analysed without a whole-file syntax error;
   2. Python tracebacks and "internal error" messages (there must be none);
@@ -85,7 +86,7 @@ class CorpusFile:
     path: str  # inside the repository
     local: Path  # the scratch copy swzc runs on
     root: Path  # the scratch copy of the repository
-    flags: tuple[str, ...]  # -I / -D for the compile check
+    flags: tuple[str, ...]  # -I / -D, for the analysis and the compile check
 
     @property
     def name(self) -> str:
@@ -628,9 +629,9 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
     data = f.local.read_bytes()
     out = out_root / f.repo.replace("/", "+") / f.path
     out.parent.mkdir(parents=True, exist_ok=True)
-    analyze = run([swzc, "analyze", str(f.local), "--json"], timeout)
-    args = [swzc, "rewrite", str(f.local), "-o", str(out), "--json", "--no-bench"]
-    args += [f"--compile-flag={flag}" for flag in f.flags] if compile_check else ["--no-compile"]
+    analyze = run([swzc, "analyze", str(f.local), "--json", *f.flags], timeout)
+    args = [swzc, "rewrite", str(f.local), "-o", str(out), "--json", "--no-bench", *f.flags]
+    args += [] if compile_check else ["--no-compile"]
     rewrite = run(args, timeout)
     record: dict = {
         "file": f.name,
