@@ -7,7 +7,7 @@ tree nodes), which the passes and the pipeline read.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -956,6 +956,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         launches_of.setdefault(found[0], []).append(found)
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}
+    unparsed = [(src.data.count(b"\n", 0, a) + 1, src.data[a:b].decode("utf-8", "replace")) for a, b in _unparsed_runs(src)] \
+        if src.errors else []
     for function, item in kernel_list:
         name = function_name(function)
         body = function.child_by_field_name("body")
@@ -971,7 +973,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()
-        hazards += _syntax_hazards(src, spans, unseen) + _set_aside_hazards(src, spans)
+        hazards += _syntax_hazards(src, spans, unseen, unparsed) + _set_aside_hazards(src, spans)
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1105,17 +1107,17 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
     return found
 
 
-def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str] = frozenset()) -> list[Hazard]:
+def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str] = frozenset(),
+                    unparsed: Sequence[tuple[int, str]] = ()) -> list[Hazard]:
     """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
-    parse, or it calls a function `unseen` (none of the file's parsed definitions) that is named in such a
-    part which reads the block index (a helper whose definition did not parse): what the analysis sees there
-    may be wrong, so the kernel is refused with the error's place."""
+    parse, or it calls a function `unseen` (none of the file's parsed definitions) that one of the `unparsed`
+    stretches (line, text) seems to define and that reads the block index there (a helper whose definition
+    did not parse): what the analysis sees there may be wrong, so the kernel is refused with the place."""
     hit = [e for e in src.errors if any(e.overlaps(a, b) for a, b in spans)]
-    if not hit and unseen and src.errors:
-        for start, end in _unparsed_runs(src):
-            name = _defines_a_reader(src.data[start:end].decode("utf-8", "replace"), unseen)
+    if not hit and unseen:
+        for line, text in unparsed:
+            name = _defines_a_reader(text, unseen)
             if name:
-                line = src.data.count(b"\n", 0, start) + 1
                 return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}) and which may read the "
                                "block index", "syntax-error")]
     if not hit:
