@@ -6,6 +6,7 @@ tree nodes), which the passes and the pipeline read.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -1156,15 +1157,20 @@ def _defines_a_reader(text: str, names: set[str]) -> str | None:
     macro spelled with DEVICE or HOST), when `text` also reads the block index."""
     if not _BLOCK_INDEX_TEXT.search(text):
         return None
+    ends = [m.start() for m in _STATEMENT_END.finditer(text)]
+    device = [m.end() for m in _DEVICE_WORD.finditer(text)]
     for match in _CALLED_NAME.finditer(text):
-        if match.group(1) in names:
-            head = text[max(text.rfind(c, 0, match.start()) for c in ";{}") + 1:match.start()]
-            if _DEVICE_WORD.search(head):
+        if match.group(1) in names:  # a device word between the last `;`, `{` or `}` and the name
+            before = bisect.bisect_left(ends, match.start())
+            head = ends[before - 1] + 1 if before else 0
+            at = bisect.bisect_left(device, head)
+            if at < len(device) and device[at] <= match.start():
                 return match.group(1)
     return None
 
 
 _CALLED_NAME = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_STATEMENT_END = re.compile(r"[;{}]")
 _DEVICE_WORD = re.compile(r"__device__|__host__|DEVICE|HOST")
 
 

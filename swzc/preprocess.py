@@ -589,6 +589,7 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
     found = []
     lines = _logical_lines(data)
     skip_to = 0
+    budget = 2 * len(data) + (1 << 16)  # bytes the argument scans may cover in all: linear in the file
     for start, end, text in lines:
         if start < skip_to or any(a <= start < b for a, b in blanked):
             continue
@@ -598,7 +599,10 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
         name = head.group(2).decode()
         stop = start + head.end(2)
         if head.group(3):  # the arguments: to the matching parenthesis, over lines if they go on
-            close = _closing(data, start + head.end(3) - 1)
+            opening = start + head.end(3) - 1
+            limit = min(len(data), opening + min(_MOST_ARGUMENT_BYTES, budget))
+            close = _closing(data, opening, limit)
+            budget -= (close if close >= 0 else limit) - opening
             if close < 0:
                 continue
             stop = close + 1
@@ -613,37 +617,31 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
     return found
 
 
+_MOST_ARGUMENT_BYTES = 4096  # a statement macro's arguments, over all their lines
 _MACRO_USE = re.compile(rb"([ \t]*)([A-Za-z_]\w*)[ \t]*(\()?")
 _NOTHING_AFTER = re.compile(rb"[ \t]*(?://[^\n]*)?\r?")
 _LAST_USE = re.compile(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)$")
 
 
-def _closing(data: bytes, opening: int, most: int = 4096) -> int:
-    """The offset of the parenthesis that closes the one at `opening`, past string and character literals (-1
-    when not within `most` bytes, or a comment or an unclosed literal on the way makes it unsure)."""
+def _closing(data: bytes, opening: int, limit: int) -> int:
+    """The offset of the parenthesis that closes the one at `opening`, before `limit` and past string and
+    character literals (-1 when there is none, or a comment or an unclosed literal on the way makes it
+    unsure)."""
     depth = 0
-    at, limit = opening, min(len(data), opening + most)
-    while at < limit:
-        c = data[at]
-        if c in b"\"'":
-            literal = _LITERAL.match(data, at, limit)
-            if literal is None:
-                return -1
-            at = literal.end()
-            continue
-        if data.startswith((b"//", b"/*"), at):
-            return -1
-        if c == 40:  # (
+    for token in _ARGUMENT_TOKEN.finditer(data, opening, limit):
+        kind = token.group()
+        if kind == b"(":
             depth += 1
-        elif c == 41:  # )
+        elif kind == b")":
             depth -= 1
             if depth == 0:
-                return at
-        at += 1
+                return token.start()
+        elif len(kind) < 3:  # a comment, or a quote that does not close on its line
+            return -1
     return -1
 
 
-_LITERAL = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_ARGUMENT_TOKEN = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|//|/\*|["\'()]')
 
 
 def _statements(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int = 4) -> bool:

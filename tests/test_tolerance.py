@@ -273,3 +273,11 @@ def test_statement_macros_spanning_lines_or_made_of_other_ones_are_read_as_state
     result, doc, _ = run(tmp_path, macros + KERNEL + LAUNCH + uses)
     assert result.exit_code == 0 and statuses(doc)["tile2d"][0] == "rewritten", result.output
     assert min(e["line"] for e in doc["syntax_errors"]) == 16  # only from the use with a comment in its arguments
+
+
+def test_a_statement_macro_that_reads_the_block_index_is_not_read_past(tmp_path):
+    macro = "#define GRAB_ROW row = blockIdx.y * 16 + threadIdx.y;\n"
+    kernel = KERNEL.replace("  int row = blockIdx.y * 16 + threadIdx.y;\n", "  int row;\n  GRAB_ROW\n")
+    result, doc, _ = run(tmp_path, macro + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["other"][0] == "rewritten", result.output
+    assert statuses(doc)["tile2d"][0] == "refused"  # its block-index read is inside the macro: never swizzled
