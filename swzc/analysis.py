@@ -7,8 +7,9 @@ tree nodes), which the passes and the pipeline read.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -17,7 +18,7 @@ from swzc import queries
 from swzc.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
 from swzc.preprocess import CompileContext, Preprocessed, preprocess
 from swzc.errors import SwzcError
-from swzc.source import WHOLE_CONSTRUCTS, SourceFile
+from swzc.source import WHOLE_CONSTRUCTS, SourceFile, SyntaxIssue
 
 Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
 
@@ -957,8 +958,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         launches_of.setdefault(found[0], []).append(found)
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}
-    unparsed = [(src.data.count(b"\n", 0, a) + 1, src.data[a:b].decode("utf-8", "replace")) for a, b in _unparsed_runs(src)] \
-        if src.errors else []
+    broken = _Broken(src)
     for function, item in kernel_list:
         name = function_name(function)
         body = function.child_by_field_name("body")
@@ -974,7 +974,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()
-        hazards += _syntax_hazards(src, spans, unseen, unparsed) + _set_aside_hazards(src, spans)
+        hazards += _syntax_hazards(src, spans, unseen, broken) + _set_aside_hazards(src, spans, broken)
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1048,7 +1048,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
     notes = pre.notes + (("evaluation stopped at its work limit; what it had not reached is unknown",)
                          if scope.budget.exhausted and not pre.notes else ())
     if src.blanked:
-        lines = sorted({src.data.count(b"\n", 0, a) + 1 for a, _ in src.blanked})
+        lines = sorted({src.line_col(a)[0] for a, _ in src.blanked})
         notes += (f"parsed as the build reads it: {len(src.blanked)} #if directive(s), branch(es) not taken or statement "
                   f"macro(s) set aside (lines {', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''}); -D changes "
                   "which #if branches are taken",)
@@ -1108,20 +1108,44 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
     return found
 
 
-def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str] = frozenset(),
-                    unparsed: Sequence[tuple[int, str]] = ()) -> list[Hazard]:
+class _Broken:
+    """What of a file did not parse, found once for all its kernels: its syntax errors, indexed by place; the
+    functions that parts which did not parse seem to define as device code while reading the block index
+    (name: line); and the parts set aside to parse it (swzc.preprocess.refine) that read the block index."""
+
+    def __init__(self, src: SourceFile) -> None:
+        self.errors = src.errors
+        self.starts = [e.start for e in src.errors]
+        self.reach = list(itertools.accumulate((e.end for e in src.errors), max))  # furthest end so far
+        self.readers: dict[str, int] = {}
+        for start, end in _unparsed_runs(src) if src.errors else ():
+            for name in _device_definitions(src.data[start:end].decode("utf-8", "replace")):
+                self.readers.setdefault(name, src.line_col(start)[0])
+        self.aside = [(a, b) for a, b in src.blanked if _BLOCK_INDEX_TEXT.search(src.data[a:b].decode("utf-8", "replace"))]
+
+    def touching(self, spans: list[tuple[int, int]]) -> list[SyntaxIssue]:
+        """The errors that touch any of `spans`, in document order."""
+        hit: set[int] = set()
+        for a, b in spans:
+            i = bisect.bisect_right(self.starts, b) - 1  # the last error starting at or before b, then back
+            while i >= 0 and self.reach[i] >= a:
+                if self.errors[i].overlaps(a, b):
+                    hit.add(i)
+                i -= 1
+        return [self.errors[i] for i in sorted(hit)]
+
+
+def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str], broken: _Broken) -> list[Hazard]:
     """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
-    parse, or it calls a function `unseen` (none of the file's parsed definitions) that one of the `unparsed`
-    stretches (line, text) seems to define and that reads the block index there (a helper whose definition
-    did not parse): what the analysis sees there may be wrong, so the kernel is refused with the place."""
-    hit = [e for e in src.errors if any(e.overlaps(a, b) for a, b in spans)]
-    if not hit and unseen:
-        for line, text in unparsed:
-            name = _defines_a_reader(text, unseen)
-            if name:
-                return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}) and which may read the "
-                               "block index", "syntax-error")]
+    parse, or it calls a function `unseen` (none of the file's parsed definitions) that a part which did not
+    parse seems to define, reading the block index there (a helper whose definition did not parse): what the
+    analysis sees there may be wrong, so the kernel is refused with the place."""
+    hit = broken.touching(spans)
     if not hit:
+        for name in sorted(unseen & broken.readers.keys()):
+            line = broken.readers[name]
+            return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}) and which may read the "
+                           "block index", "syntax-error")]
         return []
     more = f" (and {len(hit) - 1} more)" if len(hit) > 1 else ""
     return [Hazard(hit[0].line, f"touches a part of the file swzc cannot parse: {src.error_message(hit[0])}{more}", "syntax-error")]
@@ -1152,21 +1176,21 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
     return runs
 
 
-def _defines_a_reader(text: str, names: set[str]) -> str | None:
-    """The first of `names` that `text` seems to define as device code (`__device__ … name(`, or through a
-    macro spelled with DEVICE or HOST), when `text` also reads the block index."""
+def _device_definitions(text: str) -> list[str]:
+    """The names `text` seems to define as device code (`__device__ … name(`, or through a macro spelled with
+    DEVICE or HOST), when it also reads the block index."""
     if not _BLOCK_INDEX_TEXT.search(text):
-        return None
+        return []
     ends = [m.start() for m in _STATEMENT_END.finditer(text)]
     device = [m.end() for m in _DEVICE_WORD.finditer(text)]
-    for match in _CALLED_NAME.finditer(text):
-        if match.group(1) in names:  # a device word between the last `;`, `{` or `}` and the name
-            before = bisect.bisect_left(ends, match.start())
-            head = ends[before - 1] + 1 if before else 0
-            at = bisect.bisect_left(device, head)
-            if at < len(device) and device[at] <= match.start():
-                return match.group(1)
-    return None
+    found = []
+    for match in _CALLED_NAME.finditer(text):  # a device word between the last `;`, `{` or `}` and the name
+        before = bisect.bisect_left(ends, match.start())
+        head = ends[before - 1] + 1 if before else 0
+        at = bisect.bisect_left(device, head)
+        if at < len(device) and device[at] <= match.start():
+            found.append(match.group(1))
+    return found
 
 
 _CALLED_NAME = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
@@ -1179,12 +1203,12 @@ def _callees(function: Node) -> set[str]:
     return {c for c in (_callee(n) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression") if c}
 
 
-def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]]) -> list[Hazard]:
+def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]], broken: _Broken) -> list[Hazard]:
     """A branch of an #if that was parsed as spaces (swzc.preprocess.refine) reads the block index inside the
     kernel or its helpers: the rewrite would change the configuration that was parsed and not the other."""
-    for start, end in src.blanked:
-        if any(start < b and a < end for a, b in spans) and _BLOCK_INDEX_TEXT.search(src.data[start:end].decode("utf-8", "replace")):
-            line = src.data.count(b"\n", 0, start) + 1
+    for start, end in broken.aside:
+        if any(start < b and a < end for a, b in spans):
+            line = src.line_col(start)[0]
             return [Hazard(line, f"reads the block index in a branch of an #if that swzc set aside to parse the file (line "
                            f"{line}): a rewrite would leave that configuration unswizzled", "syntax-error")]
     return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from swzc.errors import ExitCode, SwzcError
@@ -57,19 +58,39 @@ def apply_edits(data: bytes, edits: list[Edit]) -> bytes:
 def moved(edits: list[Edit], at: int, before: bool = True) -> int:
     """Where original byte offset `at` lands in the edited file.  An insertion exactly at `at` moves it
     when `before` (text inserted there comes before that byte), not when `at` is a range's exclusive end."""
-    return at + sum(len(e.text) - (e.end - e.start) for e in edits
-                    if e.end < at or e.end == at and (before or e.start < e.end))
+    return _Shift(edits)(at, before)
+
+
+class _Shift:
+    """`moved` for many offsets against one list of edits: the edits sorted by end, with running sums of how
+    much each lengthens the file."""
+
+    def __init__(self, edits: list[Edit]) -> None:
+        self.edits = sorted(edits, key=lambda e: e.end)
+        self.ends = [e.end for e in self.edits]
+        self.before = [0]
+        for e in self.edits:
+            self.before.append(self.before[-1] + len(e.text) - (e.end - e.start))
+
+    def __call__(self, at: int, before: bool = True) -> int:
+        first = bisect.bisect_left(self.ends, at)  # edits ending before `at` all count
+        shift = self.before[first]
+        for e in self.edits[first:bisect.bisect_right(self.ends, at)]:  # those ending at it: see `moved`
+            if before or e.start < e.end:
+                shift += len(e.text) - (e.end - e.start)
+        return at + shift
 
 
 def rewrite(src: SourceFile, edits: list[Edit]) -> SourceFile:
     """The edited file, re-parsed.  It may keep the original's syntax errors, moved by the edits, but must
     not have any other: a new one means an edit broke the file."""
     data = apply_edits(src.data, edits)
-    new = load_bytes(src.path, data, tuple((moved(edits, a), moved(edits, b, before=False)) for a, b in src.blanked))
+    shift = _Shift(edits)
+    new = load_bytes(src.path, data, tuple((shift(a), shift(b, before=False)) for a, b in src.blanked))
     carried = set()
     for e in src.errors:  # a zero-width issue at an insertion point may land on either side of it
-        for start in {moved(edits, e.start), moved(edits, e.start, before=False)}:
-            carried.add((start, start + moved(edits, e.end, before=False) - moved(edits, e.start, before=False), e.what))
+        for start in {shift(e.start), shift(e.start, before=False)}:
+            carried.add((start, start + shift(e.end, before=False) - shift(e.start, before=False), e.what))
     fresh = [e for e in new.errors if (e.start, e.end, e.what) not in carried]
     if fresh:
         raise SwzcError(

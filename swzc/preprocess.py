@@ -20,6 +20,7 @@ compiler or a system header defines (`__…`, `_X…`, `CUDA…`, `HIP…`): the
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -465,7 +466,7 @@ def _unparsed(src: SourceFile) -> tuple[int, int]:
     """How much of a file tree-sitter could not parse: the lines its errors touch, then how many errors."""
     lines = set()
     for issue in src.errors:
-        lines.update(range(issue.line, issue.line + src.data.count(b"\n", issue.start, issue.end) + 1))
+        lines.update(range(issue.line, src.line_col(issue.end)[0] + 1))
     return len(lines), len(src.errors)
 
 
@@ -590,8 +591,9 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
     lines = _logical_lines(data)
     skip_to = 0
     budget = 2 * len(data) + (1 << 16)  # bytes the argument scans may cover in all: linear in the file
+    aside = _Ranges(blanked)
     for start, end, text in lines:
-        if start < skip_to or any(a <= start < b for a, b in blanked):
+        if start < skip_to or aside.holds(start):
             continue
         head = _MACRO_USE.match(text)
         if head is None or head.group(2).decode() not in bodies:
@@ -608,7 +610,7 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
             stop = close + 1
         line_end = data.find(b"\n", stop)
         rest = data[stop:len(data) if line_end < 0 else line_end]
-        if not _NOTHING_AFTER.fullmatch(rest) or any(start < b and a < stop for a, b in blanked):
+        if not _NOTHING_AFTER.fullmatch(rest) or aside.meets(start, stop):
             continue
         if not all(_statements(_joined(body), bodies) for body in bodies[name]):
             continue
@@ -675,11 +677,36 @@ def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
         return []
     use = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
     found = []
+    aside = _Ranges(blanked)
     for start, end, text in _logical_lines(data):
-        if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or any(a <= start < b for a, b in blanked):
+        if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or aside.holds(start):
             continue
         found += [(start + m.start(), start + m.end()) for m in use.finditer(text)]
     return found
+
+
+class _Ranges:
+    """Byte ranges [a, b), merged and sorted once, asked about by bisection."""
+
+    def __init__(self, ranges: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for a, b in sorted(r for r in ranges if r[0] < r[1]):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.starts = [a for a, _ in merged]
+        self.ends = [b for _, b in merged]
+
+    def holds(self, at: int) -> bool:
+        """Whether a range holds byte `at`."""
+        i = bisect.bisect_right(self.starts, at) - 1
+        return i >= 0 and at < self.ends[i]
+
+    def meets(self, start: int, stop: int) -> bool:
+        """Whether a range overlaps [start, stop)."""
+        i = bisect.bisect_left(self.starts, stop) - 1  # the last range starting before stop
+        return start < stop and i >= 0 and self.ends[i] > start
 
 
 _BLOCK_READ = re.compile(r"\b(blockIdx|hipBlockIdx_[xyz]|gridDim|hipGridDim_[xyz])\b")

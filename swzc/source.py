@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from contextvars import ContextVar
@@ -57,9 +58,13 @@ class SourceFile:
 
     def line_col(self, byte: int) -> tuple[int, int]:
         """1-based line and column of a byte offset."""
-        line = self.data.count(b"\n", 0, byte) + 1
-        col = byte - (self.data.rfind(b"\n", 0, byte) + 1) + 1
-        return line, col
+        line = bisect.bisect_right(self.line_starts, byte)
+        return line, byte - self.line_starts[line - 1] + 1
+
+    @functools.cached_property
+    def line_starts(self) -> list[int]:
+        """The offset each line starts at (found once: a file with many errors asks for many lines)."""
+        return _line_starts(self.data)
 
     def where(self, node_or_byte: Node | int) -> str:
         byte = node_or_byte if isinstance(node_or_byte, int) else node_or_byte.start_byte
@@ -71,6 +76,10 @@ class SourceFile:
 
     def error_message(self, issue: SyntaxIssue) -> str:
         return f"{self.path}:{issue.line}:{issue.col}: syntax error: {issue.what}"
+
+
+def _line_starts(data: bytes) -> list[int]:
+    return [0, *(m.end() for m in re.finditer(rb"\n", data))]
 
 
 def detect_dialect(path: str, data: bytes) -> str:
@@ -133,10 +142,16 @@ def error_nodes(root: Node) -> list[tuple[int, int, Node | None]]:
 
 def syntax_issues(data: bytes, tree: Tree) -> tuple[SyntaxIssue, ...]:
     issues = []
-    for start, end, node in error_nodes(tree.root_node):
+    found = error_nodes(tree.root_node)
+    starts = _line_starts(data) if len(found) > 8 else None  # many errors: index the lines once
+    for start, end, node in found:
         start, end = min(start, len(data)), min(end, len(data))
-        line = data.count(b"\n", 0, start) + 1
-        col = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        if starts is not None:
+            line = bisect.bisect_right(starts, start)
+            col = start - starts[line - 1] + 1
+        else:
+            line = data.count(b"\n", 0, start) + 1
+            col = start - (data.rfind(b"\n", 0, start) + 1) + 1
         if node is not None and node.is_missing:
             what = f"expected '{node.type}'"
         elif node is None:

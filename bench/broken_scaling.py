@@ -1,0 +1,88 @@
+"""Benchmark: how the cost of `swzc rewrite` grows with a file tree-sitter cannot parse whole: 1k, 10k and 50k
+lines.
+
+    taskset -c 0 python bench/broken_scaling.py   # prints a table, writes bench/results/broken_scaling.json
+
+Two kinds of file, each run in its own child process through the library call `rewrite_file` (no compile
+check), as bench/scaling.py does:
+- `broken`: bench/scaling.py's generated file, with per 1,000 lines what real code brings that the grammar does
+  not take: uses of a qualifier-only macro in declarations, statement macros without a semicolon (one of them
+  with its arguments over two lines), a helper whose definition does not parse, and torch-extension glue at
+  the end (which makes tree-sitter wrap the whole file in one ERROR node);
+- `unclosed`: a hostile file: one kernel, then nothing but lines that open a statement macro's arguments and
+  never close them, the case where looking for the closing parenthesis over several lines costs most.
+Targets: those of bench/scaling.py (10k lines in 10 s, 50k in 60 s on one core), and time per line not growing
+with the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scaling import SIZES, TARGETS_S, generate  # noqa: E402
+
+MACROS = ("#define RESTRICT __restrict__\n#define TIC(name) { puts(name); }\n#define EXT(f) m.def(#f, &f);\n"
+          "#define BIND(tag, T) void bind_##tag(T* x) { TIC(#tag) }\n")
+BROKEN = """__device__ int where_{i}(int v) ATTRS(4) {{ return blockIdx.x * v; }}
+void host_{i}(const float * RESTRICT a, float * RESTRICT b) {{
+  const float * RESTRICT p = a;
+  TIC("host_{i}")
+  TIC("host_{i}, "
+      "twice")
+  b[0] = p[0];
+}}
+"""
+KERNEL = """__global__ void k(const float* a, float* b, int n) {
+  int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+  b[row * n + col] = a[col * n + row];
+}
+void run(const float* a, float* b) { k<<<dim3(256, 256), dim3(16, 16)>>>(a, b, 4096); }
+"""
+
+
+def broken(lines: int) -> str:
+    clean = generate(lines)
+    head, main = clean.rsplit("int main()", 1)
+    parts = [BROKEN.format(i=i) for i in range(lines // 1000 * 8)]
+    glue = "".join(f"BIND(f{i}, float)\n" for i in range(4)) + "PYBIND11_MODULE(ext, m) {\n  EXT(bind_f0)\n}\n"
+    return "#include <algorithm>\n#define ATTRS(n)\n" + MACROS + head + "".join(parts) + "int main()" + main + glue
+
+
+def unclosed(lines: int) -> str:
+    return "#define M(x) ;\n" + KERNEL + "".join("M(" + "a" * 60 + "\n" for _ in range(lines - 6))
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="swzc-broken-") as tmp:
+        for kind, make in (("broken", broken), ("unclosed", unclosed)):
+            for lines in SIZES:
+                path = Path(tmp) / f"{kind}_{lines}.cu"
+                path.write_text(make(lines))
+                real_lines = path.read_text().count("\n")
+                run = subprocess.run([sys.executable, str(Path(__file__).parent / "scaling.py"), "--child", str(path)],
+                                     capture_output=True, text=True, check=True)
+                doc = json.loads(run.stdout.strip().splitlines()[-1])
+                rows.append({"file": kind, "lines": real_lines, **doc, "ms_per_1000_lines": 1000 * 1000 * doc["seconds"] / real_lines,
+                             "target_s": TARGETS_S.get(lines)})
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    out = {"command": "taskset -c 0 python bench/broken_scaling.py", "cpus_allowed": affinity, "machine": platform.machine(),
+           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
+    (Path(__file__).parent / "results" / "broken_scaling.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"cpus allowed: {affinity}")
+    print(f"{'file':>9} {'lines':>7} {'kernels':>8} {'rewritten':>9} {'seconds':>8} {'ms/1k lines':>12} {'peak MB':>8} {'target s':>9}")
+    for r in rows:
+        print(f"{r['file']:>9} {r['lines']:>7} {r['kernels']:>8} {r['rewritten']:>9} {r['seconds']:>8.2f} "
+              f"{r['ms_per_1000_lines']:>12.0f} {r['peak_rss_mb']:>8.0f} {r['target_s'] or '':>9}")
+
+
+if __name__ == "__main__":
+    main()
