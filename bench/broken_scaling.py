@@ -10,7 +10,9 @@ check), as bench/scaling.py does:
   with its arguments over two lines), a helper whose definition does not parse, and torch-extension glue at
   the end (which makes tree-sitter wrap the whole file in one ERROR node);
 - `unclosed`: a hostile file: one kernel, then nothing but lines that open a statement macro's arguments and
-  never close them, the case where looking for the closing parenthesis over several lines costs most.
+  never close them, the case where looking for the closing parenthesis over several lines costs most;
+- `macros`: a hostile file: half its lines define empty macros named like the words the other half uses,
+  the case where looking for uses of macros that expand to nothing costs most.
 Targets: those of bench/scaling.py (10k lines in 10 s, 50k in 60 s on one core), and time per line not growing
 with the file.
 """
@@ -60,10 +62,20 @@ def unclosed(lines: int) -> str:
     return "#define M(x) ;\n" + KERNEL + "".join("M(" + "a" * 60 + "\n" for _ in range(lines - 6))
 
 
+def many_macros(lines: int) -> str:
+    """Half the lines define empty macros named like the code's own words (as include guards and feature
+    flags are), the other half use those words; a statement-macro use without a semicolon makes the file one
+    that swzc reads again."""
+    words = ("const", "float", "int", "abc", "foo", "bar", "baz", "y")
+    defines = "".join(f"#define {words[i % len(words)]}_{i}\n" for i in range(lines // 2))
+    code = "const float * RESTRICT x = y; int abc = foo(bar) + baz;\n" * (lines // 2 - 8)
+    return "#define RESTRICT __restrict__\n#define TIC { }\n" + defines + KERNEL + "void f() {\n  TIC\n" + code + "}\n"
+
+
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="swzc-broken-") as tmp:
-        for kind, make in (("broken", broken), ("unclosed", unclosed)):
+        for kind, make in (("broken", broken), ("unclosed", unclosed), ("macros", many_macros)):
             for lines in SIZES:
                 path = Path(tmp) / f"{kind}_{lines}.cu"
                 path.write_text(make(lines))

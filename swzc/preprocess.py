@@ -672,17 +672,21 @@ _QUALIFIER = re.compile(r"(?:\s*\b(?:__restrict__|__restrict|restrict|const|vola
 def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Every use, outside directives, of an object-like macro each definition of which is empty or only such
     qualifiers: parsed as spaces, as the compiler reads an empty one."""
-    names = sorted(name for name, texts in bodies.items() if texts and all(_QUALIFIER.fullmatch(_joined(t)) for t in texts))
+    names = {name.encode() for name, texts in bodies.items() if texts and all(_QUALIFIER.fullmatch(_joined(t)) for t in texts)}
     if not names:
         return []
-    use = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
     found = []
     aside = _Ranges(blanked)
     for start, end, text in _logical_lines(data):
         if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or aside.holds(start):
             continue
-        found += [(start + m.start(), start + m.end()) for m in use.finditer(text)]
+        found += [(start + m.start(), start + m.end()) for m in _IDENTIFIER.finditer(text)
+                  if m.group() in names and not _CALL_AFTER.match(text, m.end())]  # one pass, however many names
     return found
+
+
+_IDENTIFIER = re.compile(rb"(?<!\w)[A-Za-z_]\w*")
+_CALL_AFTER = re.compile(rb"\s*\(")
 
 
 class _Ranges:
