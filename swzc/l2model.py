@@ -13,9 +13,13 @@
   still in L2 while that fits, with a soft edge of `SOFTNESS`, in `EFFECTIVE` of the L2.
 - **Co-resident blocks in step.** Blocks that start in the same wave advance together, so one that
   shares a footprint with a block `g < resident` positions before it finds each slice just fetched.
-  Two such blocks started in the same wave with probability `1 - g / resident`, and stayed together
-  (blocks drift apart the more, the further apart they started) with about the same probability: a
-  share `IN_STEP * (1 - g / resident) ** 2` of those reuses hits, whatever the distance.
+  The first wave starts at once: every reuse inside it hits, whatever the distance (measured on the H200,
+  bench/results/rows_h200.md: launches of one wave fetch 0.83-1.00 of the way to each shared slice
+  once).  Later blocks start as earlier ones end; two such blocks started in the same wave with
+  probability `1 - g / resident`, and stayed together (blocks drift apart the more, the further apart
+  they started) with about the same probability: a share `IN_STEP * (1 - g / resident) ** 2` of those
+  reuses hits, whatever the distance.  (On a grid larger than the blocks the model is given, which are its
+  first ones, the first wave counts for more than its share.)
 - **Request coalescing (Hopper).** Reads of one sector that several SMs send at about the same time
   reach L2 as one request (its L2 request coalescer answers them all).  Blocks send their reads that
   close together when they stage them: a loop copies global data to shared memory and waits at a
@@ -51,6 +55,7 @@ fitted on half of the kernels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -66,7 +71,7 @@ EFFECTIVE = 0.8
 SOFTNESS = 0.25
 # Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
 # between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
-IN_STEP = 0.9
+IN_STEP = 0.7
 MERGED = 0.1
 # The near copy is looked for among this many earlier readers of the same data (the last one stands for all
 # those further back: with two partitions the first four cover 15/16 of the chance).  1 would take the copy
@@ -149,13 +154,14 @@ class L2Model:
 
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
                  softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED,
-                 near_readers: int = NEAR_READERS) -> None:
+                 near_readers: int = NEAR_READERS, crisp_first_wave: bool = True) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
         self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
         self.in_step = in_step
         self.near_readers = near_readers  # earlier readers a near-partition copy is looked for among
+        self.crisp_first_wave = crisp_first_wave  # the first `resident` blocks start at once
         # only a kernel that stages its reads behind a barrier sends them in the bursts that coalesce
         self.merged_share = merged if hw.l2_request_coalescer and fp.staged else 0.0
         self.unit = hw.l2_sector_bytes
@@ -215,34 +221,40 @@ class L2Model:
             step = self.in_step * in_step
             return np.where(gaps > 0, step + (1.0 - step) * lru, 0.0)
 
-        def kept_near(occ: _Occurrences, table: np.ndarray) -> np.ndarray:
+        def kept_near(occ: _Occurrences, kept_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
             """`kept` for a near partition's copy: the last reader on this block's side left it, and that is
             the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1)."""
             side = 1.0 / partitions
             own, left = np.zeros(count), 1.0
             for k, gap in enumerate(occ.gaps_back(self.near_readers), 1):
                 share = left if k == self.near_readers else left * side
-                own += share * table[gap]
+                own += share * kept_at(gap)
                 left -= share
             return own
 
         missed = [0.0, 0.0]
         merged = 0.0
         partitions = self.hw.l2_partitions
+        ones = (gaps > 0).astype(float)  # a reuse inside the first wave, which starts at once: in step
         levels = [kept(self.capacity)]
         if self.far_share:
             levels.append(kept(self.capacity / partitions))
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
             halos = [(occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours]
+            # a block of the first wave reuses only from earlier blocks of it: in step
+            first = occ.position < resident if self.crisp_first_wave else None
             if self.merged_share:  # own reuses in step (`in_step` is 0 where there is no reuse)
-                merged += self.merged_share * self.in_step * float(in_step[occ.gap].sum()) * size
+                step_now = self.in_step * in_step[occ.gap]
+                merged += self.merged_share * float((step_now if first is None else np.where(first, ones[occ.gap], step_now)).sum()) * size
             repeats = bool(occ.gap.any())
             for i, table in enumerate(levels):
-                own = kept_near(occ, table) if i and repeats else table[occ.gap]
+                def kept_at(gap: np.ndarray, table: np.ndarray = table) -> np.ndarray:
+                    return table[gap] if first is None else np.where(first, ones[gap], table[gap])
+                own = kept_near(occ, kept_at) if i and repeats else kept_at(occ.gap)
                 lost = (1.0 - own) * size
                 for gap, overlap in halos:  # halos a neighbour brought in, if still held
-                    lost -= (1.0 - own) * table[gap] * overlap
+                    lost -= (1.0 - own) * kept_at(gap) * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1], merged
 

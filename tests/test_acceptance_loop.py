@@ -34,11 +34,11 @@ void run(float* A, float* B, float* C, int m) {
 }
 """
 
-# the model's ranking of gemm's candidates above identity (64.6 %), best first (no other kind of order comes
+# the model's ranking of gemm's candidates above identity (59.2 %), best first (no other kind of order comes
 # within 3 points of the best, so the order a GPU times them in is the ranking's)
-ABOVE_IDENTITY = ["serpentine:64", "grouped:64", "grouped:48", "serpentine:32", "grouped:32", "grouped:24", "grouped:96",
-                  "serpentine:16", "grouped:16", "hilbert:16", "morton:16", "grouped:12", "serpentine:8", "grouped:128",
-                  "grouped:8", "hilbert:8", "morton:8", "grouped:192", "serpentine:4", "grouped:6", "morton:4", "hilbert:4",
+ABOVE_IDENTITY = ["serpentine:64", "grouped:64", "grouped:48", "serpentine:32", "grouped:32", "grouped:24", "serpentine:16",
+                  "grouped:96", "grouped:16", "hilbert:16", "morton:16", "grouped:12", "serpentine:8", "grouped:8",
+                  "hilbert:8", "morton:8", "grouped:128", "serpentine:4", "grouped:6", "grouped:192", "morton:4", "hilbert:4",
                   "grouped:4", "serpentine:2", "grouped:3", "grouped:2"]
 FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilbert:4", "grouped:16", "grouped:64"]
 
@@ -94,7 +94,7 @@ def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_o
     result = run({"max_iterations": 30})
     assert set(asked) == {"gemm", "open_grid"}  # scale: the model sees no gain; synced: refused
     assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY  # never identity, nor what only ties it
-    assert all(rate is not None and rate > 64.6 for _, rate in asked["gemm"]["candidates"])
+    assert all(rate is not None and rate > 59.2 for _, rate in asked["gemm"]["candidates"])
     assert asked["open_grid"]["candidates"] == [(name, None) for name in FAMILY]
     assert result.benchmarked and [b.kernel for b in result.bench] == ["gemm", "open_grid"]
     kernels = outcomes(result)

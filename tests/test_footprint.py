@@ -645,11 +645,10 @@ def test_attention_decode_follows_k_and_v():
         access = only(ranking.footprint, name)
         assert access.block_bytes == (0, 16384 * 128 * 2, 0)  # per head, the same for every sequence of the batch
         assert access.sectors.size == 16384 * 128 * 2 // 32
-    # all 256 blocks run at once: identity shares K and V with the blocks of the same head only in step (a
-    # share of the reuses: about 65 %), colmajor hands them from block to block (each side of the chip
-    # fetching its own near copies: about 78 %)
-    best = ranking.predictions[0]
-    assert best.candidate == "colmajor" and best.l2_hit_rate > 75 and 30 < ranking.identity.l2_hit_rate < best.l2_hit_rate - 10
+    # all 256 blocks are one wave and start at once, so every order shares K and V among the blocks of a head
+    # in step; what misses is each side of the chip fetching its own near copies (about 78 %)
+    rates = {p.l2_hit_rate for p in ranking.predictions}
+    assert len(rates) == 1 and 75 < ranking.identity.l2_hit_rate == rates.pop() < 80
 
 
 def test_unknown_records_read_as_lines():

@@ -103,15 +103,28 @@ def test_model_on_a_case_computed_by_hand():
 def test_co_resident_blocks_in_step_share_what_lru_would_lose():
     """The same four blocks with a one-unit L2, where LRU alone loses every reuse.
 
-    All four running at once (resident 4) and all in step (share 1.0): each later read follows the block
-    before it, 1 position back, so a share 1 * (1 - 1/4)^2 = 0.5625 hits: 1 + 3 x 0.4375 = 2.3125 misses
-    of 8 requests (71.09 %).  Two at a time: (1 - 1/2)^2 = 0.25 hits: 1 + 3 x 0.75 = 3.25 misses
-    (59.375 %).  Half of them in step, two at a time: 0.125 hits: 1 + 3 x 0.875 = 3.625 misses (54.69 %)."""
+    The steady state, where blocks start as others end (the first wave not told apart): four running at
+    once (resident 4) and all in step (share 1.0): each later read follows the block before it, 1 position
+    back, so a share 1 * (1 - 1/4)^2 = 0.5625 hits: 1 + 3 x 0.4375 = 2.3125 misses of 8 requests
+    (71.09 %).  Two at a time: (1 - 1/2)^2 = 0.25 hits: 1 + 3 x 0.75 = 3.25 misses (59.375 %).  Half of
+    them in step, two at a time: 0.125 hits: 1 + 3 x 0.875 = 3.625 misses (54.69 %)."""
     small = tiny_gpu(32)
-    assert predict(SHARED, "identity", small, resident=4, in_step=1.0).l2_hit_rate == 71.09
-    assert predict(SHARED, "identity", small, resident=2, in_step=1.0).l2_hit_rate == 59.38
-    assert predict(SHARED, "identity", small, resident=2, in_step=0.5).l2_hit_rate == 54.69
-    assert predict(SHARED, "identity", small, resident=2, in_step=0.0).l2_hit_rate == 50.0
+    steady = {"crisp_first_wave": False}
+    assert predict(SHARED, "identity", small, resident=4, in_step=1.0, **steady).l2_hit_rate == 71.09
+    assert predict(SHARED, "identity", small, resident=2, in_step=1.0, **steady).l2_hit_rate == 59.38
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.5, **steady).l2_hit_rate == 54.69
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.0, **steady).l2_hit_rate == 50.0
+
+
+def test_the_first_wave_starts_at_once():
+    """The same blocks and L2, the first `resident` blocks starting together: every reuse among them hits,
+    whatever the share in step.  Resident 4: the whole grid is the first wave, 1 miss of 8 (87.5 %).
+    Resident 2: block 1 hits; blocks 2 and 3 as in the steady state, 0.25 hits each: 1 + 2 x 0.75 = 2.5
+    misses (68.75 %); with none of the later ones in step, 1 + 2 = 3 misses (62.5 %)."""
+    small = tiny_gpu(32)
+    assert predict(SHARED, "identity", small, resident=4, in_step=0.0).l2_hit_rate == 87.5
+    assert predict(SHARED, "identity", small, resident=2, in_step=1.0).l2_hit_rate == 68.75
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.0).l2_hit_rate == 62.5
 
 
 SHARED_STAGED = """
@@ -139,14 +152,18 @@ def test_a_request_coalescer_takes_merged_reads_out_of_the_lookups():
     small = tiny_gpu(32)
     merging = dataclasses.replace(small, l2_request_coalescer=True,
                                   sources=(*small.sources, ("l2_request_coalescer", "a test")))
-    plain = predict(SHARED_STAGED, "identity", small, resident=4, in_step=1.0, merged=0.5)
-    merged = predict(SHARED_STAGED, "identity", merging, resident=4, in_step=1.0, merged=0.5)
+    steady = {"crisp_first_wave": False}
+    plain = predict(SHARED_STAGED, "identity", small, resident=4, in_step=1.0, merged=0.5, **steady)
+    merged = predict(SHARED_STAGED, "identity", merging, resident=4, in_step=1.0, merged=0.5, **steady)
     assert (plain.l2_hit_rate, plain.requests) == (71.09, 8)
     assert (merged.l2_hit_rate, merged.requests) == (67.69, 7)
     assert merged.dram_bytes == plain.dram_bytes
-    assert predict(SHARED_STAGED, "identity", merging, resident=4, in_step=0.5, merged=0.5).l2_hit_rate == 58.35
-    assert predict(SHARED_STAGED, "identity", merging, resident=4, in_step=1.0, merged=0.0).l2_hit_rate == 71.09
-    assert predict(SHARED, "identity", merging, resident=4, in_step=1.0, merged=0.5).l2_hit_rate == 71.09
+    assert predict(SHARED_STAGED, "identity", merging, resident=4, in_step=0.5, merged=0.5, **steady).l2_hit_rate == 58.35
+    assert predict(SHARED_STAGED, "identity", merging, resident=4, in_step=1.0, merged=0.0, **steady).l2_hit_rate == 71.09
+    assert predict(SHARED, "identity", merging, resident=4, in_step=1.0, merged=0.5, **steady).l2_hit_rate == 71.09
+    # the first wave, all four blocks here, is in step whatever the share: half of its 3 reuses merge, 1.5
+    # reads never reach L2, and the 1 miss is of 6.5 requests (84.62 %)
+    assert predict(SHARED_STAGED, "identity", merging, resident=4, in_step=0.0, merged=0.5).l2_hit_rate == 84.62
 
 
 def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy():
@@ -462,3 +479,20 @@ def test_gaps_back_to_the_kth_earlier_block_with_the_same_key_in_dispatch_order(
     back = occ.gaps_back(4)
     assert back.tolist() == [[0, 0, 2, 1, 3, 0, 3], [0, 0, 0, 3, 0, 0, 4], [0, 0, 0, 0, 0, 0, 6], [0] * 7]
     assert (back[0] == occ.gap).all()
+
+
+OVERLAPPING = """
+__global__ void k(const float* a, float* out) {
+  out[blockIdx.x * 8 + threadIdx.x] = a[blockIdx.x * 8 + threadIdx.x] + a[blockIdx.x * 8 + threadIdx.x + 8];
+}
+int main() { k<<<4, 8>>>(0, 0); }"""
+
+
+def test_the_first_wave_shares_halos_too():
+    """Block b reads units b and b + 1 (the second its neighbour's first) and writes its own: no block repeats
+    another's footprint, so all sharing is the halo.  A one-unit L2, the four blocks starting together: each
+    block after the first finds the unit its neighbour brought in, 2 + 3 x 1 = 5 misses of 8 reads and 4
+    writes (58.33 %).  Started one by one and never in step, every read misses (33.33 %)."""
+    small = tiny_gpu(32)
+    assert predict(OVERLAPPING, "identity", small, resident=4, in_step=0.0).l2_hit_rate == 58.33
+    assert predict(OVERLAPPING, "identity", small, resident=4, in_step=0.0, crisp_first_wave=False).l2_hit_rate == 33.33
