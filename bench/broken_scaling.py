@@ -19,17 +19,12 @@ with the file.
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scaling import SIZES, TARGETS_S, generate  # noqa: E402
+from scaling import SIZES, generate, measure, record, show  # noqa: E402
 
 MACROS = ("#define RESTRICT __restrict__\n#define TIC(name) { puts(name); }\n#define EXT(f) m.def(#f, &f);\n"
           "#define BIND(tag, T) void bind_##tag(T* x) { TIC(#tag) }\n")
@@ -79,21 +74,8 @@ def main() -> None:
             for lines in SIZES:
                 path = Path(tmp) / f"{kind}_{lines}.cu"
                 path.write_text(make(lines))
-                real_lines = path.read_text().count("\n")
-                run = subprocess.run([sys.executable, str(Path(__file__).parent / "scaling.py"), "--child", str(path)],
-                                     capture_output=True, text=True, check=True)
-                doc = json.loads(run.stdout.strip().splitlines()[-1])
-                rows.append({"file": kind, "lines": real_lines, **doc, "ms_per_1000_lines": 1000 * 1000 * doc["seconds"] / real_lines,
-                             "target_s": TARGETS_S.get(lines)})
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    out = {"command": "taskset -c 0 python bench/broken_scaling.py", "cpus_allowed": affinity, "machine": platform.machine(),
-           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
-    (Path(__file__).parent / "results" / "broken_scaling.json").write_text(json.dumps(out, indent=2) + "\n")
-    print(f"cpus allowed: {affinity}")
-    print(f"{'file':>9} {'lines':>7} {'kernels':>8} {'rewritten':>9} {'seconds':>8} {'ms/1k lines':>12} {'peak MB':>8} {'target s':>9}")
-    for r in rows:
-        print(f"{r['file']:>9} {r['lines']:>7} {r['kernels']:>8} {r['rewritten']:>9} {r['seconds']:>8.2f} "
-              f"{r['ms_per_1000_lines']:>12.0f} {r['peak_rss_mb']:>8.0f} {r['target_s'] or '':>9}")
+                rows.append({"file": kind, **measure(path, lines)})
+    show(rows, record("taskset -c 0 python bench/broken_scaling.py", rows, "broken_scaling.json"))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,24 @@ def child(path: str) -> None:
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
+def measure(path: Path, lines: int) -> dict:
+    """One file rewritten in a child process: its lines, the child's figures and the time per 1,000 lines."""
+    real_lines = path.read_text().count("\n")
+    run = subprocess.run([sys.executable, __file__, "--child", str(path)], capture_output=True, text=True, check=True)
+    doc = json.loads(run.stdout.strip().splitlines()[-1])
+    return {"lines": real_lines, **doc, "ms_per_1000_lines": 1000 * 1000 * doc["seconds"] / real_lines,
+            "target_s": TARGETS_S.get(lines)}
+
+
+def record(command: str, rows: list[dict], name: str) -> int | None:
+    """Write the runs to bench/results/NAME with the machine they ran on; the CPUs allowed."""
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    out = {"command": command, "cpus_allowed": affinity, "machine": platform.machine(),
+           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
+    (Path(__file__).parent / "results" / name).write_text(json.dumps(out, indent=2) + "\n")
+    return affinity
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         child(sys.argv[2])
@@ -77,20 +95,18 @@ def main() -> None:
         for lines in SIZES:
             path = Path(tmp) / f"generated_{lines}.cu"
             path.write_text(generate(lines))
-            real_lines = path.read_text().count("\n")
-            run = subprocess.run([sys.executable, __file__, "--child", str(path)], capture_output=True, text=True, check=True)
-            doc = json.loads(run.stdout.strip().splitlines()[-1])
-            rows.append({"lines": real_lines, **doc, "ms_per_1000_lines": 1000 * 1000 * doc["seconds"] / real_lines,
-                         "target_s": TARGETS_S.get(lines)})
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    out = {"command": "taskset -c 0 python bench/scaling.py", "cpus_allowed": affinity, "machine": platform.machine(),
-           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
-    (Path(__file__).parent / "results" / "scaling.json").write_text(json.dumps(out, indent=2) + "\n")
+            rows.append(measure(path, lines))
+    show(rows, record("taskset -c 0 python bench/scaling.py", rows, "scaling.json"))
+
+
+def show(rows: list[dict], affinity: int | None) -> None:
+    """The runs as a table (with the kind of file first, where the rows say)."""
     print(f"cpus allowed: {affinity}")
-    print(f"{'lines':>7} {'kernels':>8} {'rewritten':>9} {'seconds':>8} {'ms/1k lines':>12} {'peak MB':>8} {'target s':>9}")
+    kind = "file" in rows[0] if rows else False
+    print(f"{'file':>9} " * kind + f"{'lines':>7} {'kernels':>8} {'rewritten':>9} {'seconds':>8} {'ms/1k lines':>12} {'peak MB':>8} {'target s':>9}")
     for r in rows:
-        print(f"{r['lines']:>7} {r['kernels']:>8} {r['rewritten']:>9} {r['seconds']:>8.2f} {r['ms_per_1000_lines']:>12.0f} "
-              f"{r['peak_rss_mb']:>8.0f} {r['target_s'] or '':>9}")
+        print(f"{r.get('file', ''):>9} " * kind + f"{r['lines']:>7} {r['kernels']:>8} {r['rewritten']:>9} {r['seconds']:>8.2f} "
+              f"{r['ms_per_1000_lines']:>12.0f} {r['peak_rss_mb']:>8.0f} {r['target_s'] or '':>9}")
 
 
 if __name__ == "__main__":

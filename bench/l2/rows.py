@@ -17,12 +17,13 @@ row (A panels are shared along a row in both).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from waves import command_line  # noqa: E402
 
 FOLDER = HERE / "variants" / "rows"
 ROWS = (1, 2, 4, 8)
@@ -81,17 +82,7 @@ def compare(csv_path: Path, out: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers(dest="what", required=True)
-    sub.add_parser("write")
-    c = sub.add_parser("compare")
-    c.add_argument("csv")
-    c.add_argument("--out", default="bench/results/rows_h200.md")
-    args = ap.parse_args()
-    if args.what == "write":
-        write()
-    else:
-        compare(Path(args.csv), Path(args.out))
+    command_line(write, compare, "bench/results/rows_h200.md")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -121,18 +122,24 @@ def compare(csv_path: Path, out: Path) -> None:
     print("\n".join(lines))
 
 
-def main() -> None:
+def command_line(write: Callable[[], None], compare: Callable[[Path, Path], None], out: str) -> None:
+    """`write` (the variants, here) or `compare CSV [--out OUT]` (the GPU run's ncu page against the model):
+    the command line of this script and of the others that measure variants with waves.sh."""
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="what", required=True)
     sub.add_parser("write")
     c = sub.add_parser("compare")
     c.add_argument("csv")
-    c.add_argument("--out", default="bench/results/waves_h200.md")
+    c.add_argument("--out", default=out)
     args = ap.parse_args()
     if args.what == "write":
         write()
     else:
         compare(Path(args.csv), Path(args.out))
+
+
+def main() -> None:
+    command_line(write, compare, "bench/results/waves_h200.md")
 
 
 if __name__ == "__main__":
