@@ -8,6 +8,10 @@ rm -rf wheels && mkdir -p wheels
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d wheels "tree-sitter>=0.25" "tree-sitter-cuda>=0.21.2" "unidiff>=0.7.5"
+# the command line (click, rich and what rich needs): not every image of that machine has them
+python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d wheels "click>=8.1" "rich>=13"
 # the LLM client (openai, pydantic) and matplotlib (show, the report's page) with what they need
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
