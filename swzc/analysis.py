@@ -1049,8 +1049,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                          if scope.budget.exhausted and not pre.notes else ())
     if src.blanked:
         lines = sorted({src.line_col(a)[0] for a, _ in src.blanked})
-        notes += (f"parsed as the build reads it: {len(src.blanked)} #if directive(s), branch(es) not taken or statement "
-                  f"macro(s) set aside (lines {', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''}); -D changes "
+        notes += (f"parsed as the build reads it: {len(src.blanked)} #if directive(s), branch(es) not taken, statement "
+                  f"macro(s) or macro(s) that expand to qualifiers set aside (lines {', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''}); -D changes "
                   "which #if branches are taken",)
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
@@ -1110,17 +1110,17 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
 
 class _Broken:
     """What of a file did not parse, found once for all its kernels: its syntax errors, indexed by place; the
-    functions that parts which did not parse seem to define as device code while reading the block index
-    (name: line); and the parts set aside to parse it (swzc.preprocess.refine) that read the block index."""
+    functions that parts which did not parse seem to define as device code (name: line); and the parts set
+    aside to parse it (swzc.preprocess.refine) that read the block index."""
 
     def __init__(self, src: SourceFile) -> None:
         self.errors = src.errors
         self.starts = [e.start for e in src.errors]
         self.reach = list(itertools.accumulate((e.end for e in src.errors), max))  # furthest end so far
-        self.readers: dict[str, int] = {}
+        self.unparsed_helpers: dict[str, int] = {}
         for start, end in _unparsed_runs(src) if src.errors else ():
             for name in _device_definitions(src.data[start:end].decode("utf-8", "replace")):
-                self.readers.setdefault(name, src.line_col(start)[0])
+                self.unparsed_helpers.setdefault(name, src.line_col(start)[0])
         self.aside = [(a, b) for a, b in src.blanked if _BLOCK_INDEX_TEXT.search(src.data[a:b].decode("utf-8", "replace"))]
 
     def touching(self, spans: list[tuple[int, int]]) -> list[SyntaxIssue]:
@@ -1138,13 +1138,13 @@ class _Broken:
 def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str], broken: _Broken) -> list[Hazard]:
     """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
     parse, or it calls a function `unseen` (none of the file's parsed definitions) that a part which did not
-    parse seems to define, reading the block index there (a helper whose definition did not parse): what the
-    analysis sees there may be wrong, so the kernel is refused with the place."""
+    parse seems to define as device code (a helper whose definition did not parse, which may read the block
+    index): what the analysis sees there may be wrong, so the kernel is refused with the place."""
     hit = broken.touching(spans)
     if not hit:
-        for name in sorted(unseen & broken.readers.keys()):
-            line = broken.readers[name]
-            return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}) and which may read the "
+        for name in sorted(unseen & broken.unparsed_helpers.keys()):
+            line = broken.unparsed_helpers[name]
+            return [Hazard(line, f"calls {name}, whose definition swzc cannot parse (line {line}): it may read the "
                            "block index", "syntax-error")]
         return []
     more = f" (and {len(hit) - 1} more)" if len(hit) > 1 else ""
@@ -1177,10 +1177,9 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
 
 
 def _device_definitions(text: str) -> list[str]:
-    """The names `text` seems to define as device code (`__device__ … name(`, or through a macro spelled with
-    DEVICE or HOST), when it also reads the block index."""
-    if not _BLOCK_INDEX_TEXT.search(text):
-        return []
+    """The names `text` seems to define or declare as device code (`__device__ … name(`, or through a macro
+    spelled with DEVICE or HOST).  Whether such a function reads the block index cannot be told: its body may
+    lie outside the text, parsed as loose statements."""
     ends = [m.start() for m in _STATEMENT_END.finditer(text)]
     device = [m.end() for m in _DEVICE_WORD.finditer(text)]
     found = []

@@ -246,6 +246,10 @@ def test_a_helper_whose_definition_did_not_parse_refuses_the_kernels_that_call_i
     result, doc, _ = run(tmp_path, helper + kernel + LAUNCH + OTHER)
     assert statuses(doc)["other"][0] == "rewritten", result.output
     assert statuses(doc)["tile2d"][0] == "refused" and "calls where" in statuses(doc)["tile2d"][1]
+    # the body's statements may parse on their own, the block-index read among them, and only the head fail
+    body = "#define ATTRS(n)\n__device__ int where(int i) ATTRS(4) {\n  int b = blockIdx.x;\n  return b * i;\n}\n"
+    result, doc, _ = run(tmp_path, body + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["tile2d"][0] == "refused" and "calls where" in statuses(doc)["tile2d"][1], result.output
     # a helper of that name that is only called, not defined, in the part that did not parse is no reason
     called = "__device__ int where(int i);\nvoid host() { int k = where(blockIdx.x) ATTRS(2); }\n"
     result, doc, _ = run(tmp_path, "#define ATTRS(n)\n" + called + kernel + LAUNCH + OTHER)
