@@ -1110,8 +1110,8 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
 
 class _Broken:
     """What of a file did not parse, found once for all its kernels: its syntax errors, indexed by place; the
-    functions that parts which did not parse seem to define as device code (name: line); and the parts set
-    aside to parse it (swzc.preprocess.refine) that read the block index."""
+    functions that parts which did not parse seem to define as device code, reading the block index or maybe
+    (name: line); and the parts set aside to parse it (swzc.preprocess.refine) that read the block index."""
 
     def __init__(self, src: SourceFile) -> None:
         self.errors = src.errors
@@ -1138,8 +1138,8 @@ class _Broken:
 def _syntax_hazards(src: SourceFile, spans: list[tuple[int, int]], unseen: set[str], broken: _Broken) -> list[Hazard]:
     """A kernel, a helper it reaches or one of its launches touches a part of the file tree-sitter could not
     parse, or it calls a function `unseen` (none of the file's parsed definitions) that a part which did not
-    parse seems to define as device code (a helper whose definition did not parse, which may read the block
-    index): what the analysis sees there may be wrong, so the kernel is refused with the place."""
+    parse seems to define as device code with a body that may read the block index (see _device_definitions):
+    what the analysis sees there may be wrong, so the kernel is refused with the place."""
     hit = broken.touching(spans)
     if not hit:
         for name in sorted(unseen & broken.unparsed_helpers.keys()):
@@ -1177,9 +1177,10 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
 
 
 def _device_definitions(text: str) -> list[str]:
-    """The names `text` seems to define or declare as device code (`__device__ … name(`, or through a macro
-    spelled with DEVICE or HOST).  Whether such a function reads the block index cannot be told: its body may
-    lie outside the text, parsed as loose statements."""
+    """The names `text` seems to define as device code (`__device__ … name(`, or through a macro spelled with
+    DEVICE or HOST) with a body that may read the block index: one that does, or one that does not close
+    inside the text (its statements may have parsed apart from its head).  A declaration (`;` before any
+    `{`) defines nothing."""
     ends = [m.start() for m in _STATEMENT_END.finditer(text)]
     device = [m.end() for m in _DEVICE_WORD.finditer(text)]
     found = []
@@ -1187,7 +1188,20 @@ def _device_definitions(text: str) -> list[str]:
         before = bisect.bisect_left(ends, match.start())
         head = ends[before - 1] + 1 if before else 0
         at = bisect.bisect_left(device, head)
-        if at < len(device) and device[at] <= match.start():
+        if not (at < len(device) and device[at] <= match.start()):
+            continue
+        opening = ends[before] if before < len(ends) else -1  # the first `;`, `{` or `}` after the name
+        if opening < 0 or text[opening] != "{":
+            continue
+        depth, close = 0, -1
+        for i in range(before, len(ends)):  # the brace that closes the body, over the boundaries only
+            c = text[ends[i]]
+            depth += c == "{"
+            depth -= c == "}"
+            if depth == 0:
+                close = ends[i]
+                break
+        if close < 0 or _BLOCK_INDEX_TEXT.search(text[opening:close]):
             found.append(match.group(1))
     return found
 

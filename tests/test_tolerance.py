@@ -285,3 +285,13 @@ def test_a_statement_macro_that_reads_the_block_index_is_not_read_past(tmp_path)
     result, doc, _ = run(tmp_path, macro + kernel + LAUNCH + OTHER)
     assert statuses(doc)["other"][0] == "rewritten", result.output
     assert statuses(doc)["tile2d"][0] == "refused"  # its block-index read is inside the macro: never swizzled
+
+
+def test_which_unparsed_device_definitions_may_read_the_block_index():
+    from swzc.analysis import _device_definitions
+
+    assert _device_definitions("HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }") == []
+    assert _device_definitions("__device__ int where(int i) ATTRS(4) { return blockIdx.x * i; }")[0] == "where"
+    assert _device_definitions("__device__ int where(int i) ATTRS(4) {\n  int b = i;")[0] == "where"  # body goes on
+    assert _device_definitions("__device__ int where(int i);") == []  # declared, not defined
+    assert _device_definitions("__device__ int w(int i) { if (i) { return 1; } return 2; } int z = blockIdx.x;") == []
