@@ -592,6 +592,7 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
     skip_to = 0
     budget = 2 * len(data) + (1 << 16)  # bytes the argument scans may cover in all: linear in the file
     aside = _Ranges(blanked)
+    memo: dict = {}  # which macros read the block index, shared by every use
     for start, end, text in lines:
         if start < skip_to or aside.holds(start):
             continue
@@ -612,7 +613,7 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
         rest = data[stop:len(data) if line_end < 0 else line_end]
         if not _NOTHING_AFTER.fullmatch(rest) or aside.meets(start, stop):
             continue
-        if not all(_statements(_joined(body), bodies) for body in bodies[name]):
+        if not all(_statements(_joined(body), bodies, memo=memo) for body in bodies[name]):
             continue
         found.append((start + head.start(2), stop))
         skip_to = stop
@@ -646,16 +647,38 @@ def _closing(data: bytes, opening: int, limit: int) -> int:
 _ARGUMENT_TOKEN = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|//|/\*|["\'()]')
 
 
-def _statements(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int = 4) -> bool:
+def _statements(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int = 4, memo: dict | None = None) -> bool:
     """Whether a macro body expands to whole statements: empty, ending in `;` or `}`, or ending in a use of a
-    macro whose bodies do (`#define ALL(t) CASE(1, t) CASE(2, t)`), and reading no block index."""
-    if _BLOCK_READ.search(text):
+    macro whose bodies do (`#define ALL(t) CASE(1, t) CASE(2, t)`), and reading no block index, itself or
+    through the macros it uses."""
+    memo = {} if memo is None else memo
+    if _reads_block(text, bodies, depth, memo):
         return False
     if not text or text.endswith((";", "}")):
         return True
     last = _LAST_USE.search(text)
     return depth > 0 and last is not None and last.group(1) in bodies and \
-        all(_statements(_joined(b), bodies, depth - 1) for b in bodies[last.group(1)])
+        all(_statements(_joined(b), bodies, depth - 1, memo) for b in bodies[last.group(1)])
+
+
+def _reads_block(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int, memo: dict | None = None) -> bool:
+    """Whether a macro body reads the block index, or may through a macro it names (nested deeper than
+    `depth`: taken as reading it).  `memo` keeps each macro's answer: a body is looked at once per depth."""
+    if _BLOCK_READ.search(text):
+        return True
+    named = {w for w in _WORD.findall(text) if w in bodies}
+    if named and depth <= 0:
+        return True
+    memo = {} if memo is None else memo
+    for word in named:
+        if (word, depth) not in memo:
+            memo[(word, depth)] = any(_reads_block(_joined(b), bodies, depth - 1, memo) for b in bodies[word])
+        if memo[(word, depth)]:
+            return True
+    return False
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _joined(body: str) -> str:

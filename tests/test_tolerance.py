@@ -295,3 +295,11 @@ def test_which_unparsed_device_definitions_may_read_the_block_index():
     assert _device_definitions("__device__ int where(int i) ATTRS(4) {\n  int b = i;")[0] == "where"  # body goes on
     assert _device_definitions("__device__ int where(int i);") == []  # declared, not defined
     assert _device_definitions("__device__ int w(int i) { if (i) { return 1; } return 2; } int z = blockIdx.x;") == []
+
+
+def test_a_statement_macro_that_reads_the_block_index_through_another_is_not_read_past(tmp_path):
+    macro = "#define GRAB_ROW row = blockIdx.y * 16 + threadIdx.y;\n#define SETUP GRAB_ROW int unused_ = 0;\n"
+    kernel = KERNEL.replace("  int row = blockIdx.y * 16 + threadIdx.y;\n", "  int row;\n  SETUP\n")
+    result, doc, _ = run(tmp_path, macro + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["other"][0] == "rewritten", result.output
+    assert statuses(doc)["tile2d"][0] == "refused"
