@@ -28,51 +28,56 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from make_variants import kernel_source  # noqa: E402
+from make_variants import find_swzc, kernel_source, make_one, slug  # noqa: E402
 
 FOLDER = HERE / "variants" / "timeline"
 KERNELS = ("gemm_bf16_wmma", "tiled_gemm", "naive_gemm", "attention_decode", "wmma_gemm", "async_gemm",
            "smem_gemm", "naive_gemm_8192")
+# Orders besides identity, measured after the first run (bench/results/timeline_predicted_h200.md, part 2).
+ORDERS = (("naive_gemm_8192", "grouped:128"), ("naive_gemm_8192", "grouped:48"), ("gemm_bf16_wmma", "grouped:8"),
+          ("gemm_bf16_wmma", "grouped:32"))
 SLOTS = 1 << 19  # more than any of these grids has blocks
 
 DEVICE_SIDE = f"""
-#define SWZC_SLOTS {SLOTS}
-__device__ unsigned long long swzc_start[SWZC_SLOTS];
-__device__ unsigned long long swzc_end[SWZC_SLOTS];
-__device__ unsigned int swzc_sm[SWZC_SLOTS];
-__device__ __forceinline__ unsigned long long swzc_now() {{
+#define TL_SLOTS {SLOTS}
+__device__ unsigned long long tl_start[TL_SLOTS];
+__device__ unsigned long long tl_end[TL_SLOTS];
+__device__ unsigned int tl_sm[TL_SLOTS];
+__device__ __forceinline__ unsigned long long tl_now() {{
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }}
-__device__ __forceinline__ unsigned int swzc_block() {{
+__device__ __forceinline__ unsigned int tl_block() {{
   return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }}
-__device__ __forceinline__ unsigned int swzc_thread() {{
+__device__ __forceinline__ unsigned int tl_thread() {{
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }}
 """
-AT_START = """  if (swzc_thread() == 0) {  /* timeline */
+AT_START = """  if (tl_thread() == 0) {  /* timeline */
     unsigned int sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    swzc_start[swzc_block()] = swzc_now();
-    swzc_sm[swzc_block()] = sm;
+    tl_start[tl_block()] = tl_now();
+    tl_sm[tl_block()] = sm;
   }
 """
-AT_END = "  if (swzc_thread() % 32 == 0) atomicMax(&swzc_end[swzc_block()], swzc_now());  /* timeline */\n"
+AT_END = "  if (tl_thread() % 32 == 0) atomicMax(&tl_end[tl_block()], tl_now());  /* timeline */\n"
 DUMP = """  {  /* timeline: the measured launch's blocks, to $SWZC_TIMELINE */
-    static unsigned long long hs[SWZC_SLOTS], he[SWZC_SLOTS];
-    static unsigned int hm[SWZC_SLOTS];
-    CHECK(cudaMemcpyFromSymbol(hs, swzc_start, sizeof hs));
-    CHECK(cudaMemcpyFromSymbol(he, swzc_end, sizeof he));
-    CHECK(cudaMemcpyFromSymbol(hm, swzc_sm, sizeof hm));
+    static unsigned long long hs[TL_SLOTS], he[TL_SLOTS];
+    static unsigned int hm[TL_SLOTS];
+    CHECK(cudaMemcpyFromSymbol(hs, tl_start, sizeof hs));
+    CHECK(cudaMemcpyFromSymbol(he, tl_end, sizeof he));
+    CHECK(cudaMemcpyFromSymbol(hm, tl_sm, sizeof hm));
     const char* where = getenv("SWZC_TIMELINE");
     FILE* f = where ? fopen(where, "wb") : NULL;
-    unsigned int n = SWZC_SLOTS;
+    unsigned int n = TL_SLOTS;
     while (n > 0 && hs[n - 1] == 0) --n;  /* the grid's blocks: every one of them stored a start */
     if (f) {
       fwrite(&n, sizeof n, 1, f);
@@ -117,12 +122,22 @@ def instrumented(text: str, kernel: str) -> str:
     return text[:head] + DEVICE_SIDE + "\n" + text[head:]
 
 
-def write() -> None:
+def write(swzc: str | None) -> None:
+    """Identity of every kernel, and the ORDERS (rewritten by swzc first, then instrumented)."""
     FOLDER.mkdir(parents=True, exist_ok=True)
     for kernel in KERNELS:
         _, text = kernel_source(kernel)
         (FOLDER / f"{kernel}.cu").write_text(instrumented(text, kernel))
-    print(f"{len(KERNELS)} variants -> {FOLDER}")
+    swzc = find_swzc(swzc)
+    for kernel, order in ORDERS:
+        base = FOLDER.parent / "timeline_sources" / f"{kernel}.cu"  # the kernel as it is, for swzc to rewrite
+        base.parent.mkdir(exist_ok=True)
+        base.write_text(kernel_source(kernel)[1])
+        out = FOLDER / f"{kernel}__{slug(order)}.cu"
+        rec = make_one(swzc, kernel, order, base, out)
+        assert rec["status"] == "ok", rec
+        out.write_text(instrumented(out.read_text(), kernel))
+    print(f"{len(KERNELS) + len(ORDERS)} variants -> {FOLDER}")
 
 
 # Where each kernel's identity stands between `no reuse in step` (0) and `one fetch per wave` (1), from its
@@ -148,7 +163,6 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 def timeline(path: Path, blocks: int) -> dict:
     """The measured launch's `blocks` blocks in `path`, times from the first start."""
-    import numpy as np
 
     raw = path.read_bytes()
     (n,) = np.frombuffer(raw, np.uint32, 1, 0)
@@ -161,10 +175,30 @@ def timeline(path: Path, blocks: int) -> dict:
     return {"start": start - t0, "end": end - t0, "sm": sm}
 
 
-def summary(t: dict, resident: int, row: int) -> dict:
+def pair_lag(start, life, same: np.ndarray, resident: int, least: int = 16) -> tuple[float, float]:
+    """Blocks that read the same panel (`same`: each dispatch position's panel) at least `least` and fewer
+    than `resident` positions apart: their median gap, and how far apart they start against how far even
+    spreading would put them (the median of start gap / (lifetime * gap / resident): 0 in step, 1 spread)."""
+
+    last: dict[int, int] = {}
+    pairs = []
+    for p, key in enumerate(same.tolist()):
+        if key in last and least <= p - last[key] < resident:
+            pairs.append((last[key], p))
+        last[key] = p
+    if not pairs:
+        return float("nan"), float("nan")
+    a, b = np.array(pairs).T
+    gap = b - a
+    lifetime = np.median(life)
+    return float(np.median(gap)), float(np.median(np.abs(start[b] - start[a]) / (lifetime * gap / resident)))
+
+
+def summary(t: dict, resident: int, tiles: np.ndarray) -> dict:
     """What the timeline says about waves: each band of `resident` consecutive blocks (the model's wave, in
-    dispatch order at identity), how spread its starts are in lifetimes."""
-    import numpy as np
+    dispatch order), how spread its starts are in lifetimes; and how in step the blocks that share a tile row
+    (an A panel, in a GEMM) or a tile column (a B panel) start.  `tiles`: the (row, col) each of the first
+    dispatch positions computes."""
 
     start, end, sm = t["start"], t["end"], t["sm"]
     life = end - start
@@ -179,73 +213,95 @@ def summary(t: dict, resident: int, row: int) -> dict:
     bands = [start[i:i + resident] for i in range(0, start.size - resident + 1, resident)]
     spread = [float(np.percentile(b, 90) - np.percentile(b, 10)) / lifetime for b in bands]
     later = spread[1:]
-    # Blocks `row` apart in dispatch order (the next tile row's block of the same column): how far apart they
-    # start, against how far apart even spreading would put them (row / resident lifetimes).
-    lag = float(np.median(np.abs(start[row:] - start[:-row]))) / lifetime / (row / resident)
+    n = tiles.shape[0]
+    row_gap, row_lag = pair_lag(start[:n], life[:n], tiles[:, 0], resident)
+    col_gap, col_lag = pair_lag(start[:n], life[:n], tiles[:, 1], resident)
     return {"blocks": int(start.size), "sms": int(np.unique(sm).size), "resident_measured": running,
             "per_sm_measured": per_sm, "lifetime_us": lifetime / 1e3,
             "lifetime_spread": float(np.percentile(life, 90) - np.percentile(life, 10)) / lifetime,
             "first_wave_spread": spread[0] if spread else float("nan"),
             "later_wave_spread": float(np.median(later)) if later else float("nan"), "bands": len(bands),
-            "row_lag": lag,
+            "row_pairs_gap": row_gap, "row_pairs_lag": row_lag, "col_pairs_gap": col_gap, "col_pairs_lag": col_lag,
             "launch_ms": float(end.max()) / 1e6,
-            "order_kept": spearman(start.tolist(), list(range(start.size))) if start.size <= 20000 else
-            float(np.corrcoef(np.argsort(np.argsort(start)), np.arange(start.size))[0, 1])}
+            "order_kept": float(np.corrcoef(np.argsort(np.argsort(start)), np.arange(start.size))[0, 1])}
 
 
 def compare(folder: Path, out: Path) -> None:
     from fit import Kernel
     from swzc import hw as hwmodels
+    from swzc.l2model import _tiles_of
 
     hw = hwmodels.load("h200")
     rows = []
-    for kernel in KERNELS:
-        path = folder / f"{kernel}.bin"
+    for kernel, order in [*((k, "identity") for k in KERNELS), *ORDERS]:
+        path = folder / (f"{kernel}.bin" if order == "identity" else f"{kernel}__{slug(order)}.bin")
         if not path.is_file():
             continue
-        k = Kernel(kernel, [{"candidate": "identity"}], hw)
-        row = k.fp.grid[0] if k.fp.grid[1] > 1 else k.fp.tiles[1]  # blocks per tile row, in dispatch order
-        rows.append((kernel, k.resident, summary(timeline(path, math.prod(k.fp.grid)), k.resident, row)))
-    lines = ["# When blocks start and end (identity order, NVIDIA H200)", "",
-             "Measured with `python3 bench/l2/timeline.py write` (here), `OUT=$OUT bash bench/l2/timeline.sh` "
-             "(on the H200); summarised with `python3 bench/l2/timeline.py compare DIR`.  What was expected before "
-             "the run: bench/results/timeline_predicted_h200.md.", "",
-             "A wave here is a band of as many consecutive blocks as the model holds resident; its spread is the "
-             "10th to 90th percentile of its blocks' start times, in median block lifetimes (0: the band starts at "
-             "once; about 0.8: its starts are spread evenly over a lifetime).  The row lag is the median gap between the "
-             "starts of blocks a tile row apart in dispatch order, over the gap even spreading would give (0: in "
-             "step; 1: spread).", "",
+        k = Kernel(kernel, [{"candidate": order}], hw)
+        tiles = _tiles_of(k.maps[0], k.fp.adapter, k.fp.divisor, k.fp.grid)
+        rows.append((kernel, order, k.resident, summary(timeline(path, math.prod(k.fp.grid)), k.resident, tiles)))
+    lines = ["# When blocks start and end (NVIDIA H200)", "",
+             "Measured with `python3 bench/l2/timeline.py write --swzc .venv/bin/swzc` (here), "
+             "`OUT=$OUT bash bench/l2/timeline.sh` (on the H200); summarised with "
+             "`python3 bench/l2/timeline.py compare DIR`.  What was expected before the runs: "
+             "bench/results/timeline_predicted_h200.md.", "",
+             "- A *wave* is a band of as many consecutive blocks (dispatch order) as the model holds resident; its "
+             "*spread* is the 10th-90th percentile range of its start times in median block lifetimes (0: it starts "
+             "at once; about 0.8: its starts are spread evenly over a lifetime).",
+             "- *Column pairs* are blocks that compute the same tile column (in a GEMM, they read the same B panel), "
+             "16 or more and fewer than `resident` dispatch positions apart, each with the last such block before it; "
+             "*row pairs* the same for a tile row (the A panel).  Their *lag* is the median of start gap / (lifetime "
+             "× gap / resident): 0 when they start together, 1 when they start as far apart as even spreading puts "
+             "them.  At identity a column pair is one tile row apart.", "",
+             "## Identity", "",
              "| kernel | blocks | resident (model) | resident (measured) | per SM (measured) | median lifetime µs | "
-             "lifetime spread | first wave's spread | later waves' spread (median) | dispatch order kept | "
-             "share in step (waves_h200.md) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for kernel, resident, s in rows:
+             "lifetime spread | first wave's spread | later waves' spread | column pairs: gap, lag | row pairs: gap, "
+             "lag | share in step (waves_h200.md) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def pairs(s: dict, which: str) -> str:
+        gap = s[f"{which}_pairs_gap"]
+        return "none" if math.isnan(gap) else f"{gap:,.0f}, {s[f'{which}_pairs_lag']:.2f}"
+
+    for kernel, order, resident, s in rows:
+        if order != "identity":
+            continue
         share = SHARE.get(kernel)
         lines.append(f"| {kernel} | {s['blocks']:,} | {resident:,} | {s['resident_measured']:,} | {s['per_sm_measured']} | "
                      f"{s['lifetime_us']:,.1f} | {s['lifetime_spread']:.2f} | {s['first_wave_spread']:.2f} | "
-                     f"{s['later_wave_spread']:.2f} | {s['row_lag']:.2f} | {s['order_kept']:.3f} | "
+                     f"{s['later_wave_spread']:.2f} | {pairs(s, 'col')} | {pairs(s, 'row')} | "
                      f"{'' if share is None else f'{share:.2f}'} |")
-    ranked = [(SHARE[k], s["later_wave_spread"]) for k, _, s in rows if k in SHARE]
+    ranked = [(SHARE[k], s["later_wave_spread"], s["col_pairs_lag"]) for k, o, _, s in rows
+              if o == "identity" and k in SHARE]
     if len(ranked) >= 3:
-        rho = spearman([a for a, _ in ranked], [b for _, b in ranked])
-        lines += ["", f"Spearman's rank correlation between the share in step and the later waves' spread, over "
-                      f"{len(ranked)} kernels: {rho:+.2f}."]
+        shares = [r[0] for r in ranked]
+        lines += ["", f"Spearman's rank correlation with the share in step, over {len(ranked)} kernels: later waves' "
+                      f"spread {spearman(shares, [r[1] for r in ranked]):+.2f}, column pairs' lag "
+                      f"{spearman(shares, [r[2] for r in ranked]):+.2f}."]
+    others = [r for r in rows if r[1] != "identity"]
+    if others:
+        lines += ["", "## Other orders", "",
+                  "| kernel | order | first wave's spread | later waves' spread | column pairs: gap, lag | row pairs: gap, lag |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {k} | {o} | {s['first_wave_spread']:.2f} | {s['later_wave_spread']:.2f} | {pairs(s, 'col')} | "
+                  f"{pairs(s, 'row')} |" for k, o, _, s in others]
     out.write_text("\n".join(lines) + "\n")
-    (out.with_suffix(".json")).write_text(json.dumps(
-        [{"kernel": k, "resident_model": r, **s} for k, r, s in rows], indent=1) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(
+        [{"kernel": k, "order": o, "resident_model": r, **s} for k, o, r, s in rows], indent=1) + "\n")
     print("\n".join(lines))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    sub.add_parser("write")
+    w = sub.add_parser("write")
+    w.add_argument("--swzc", help="the swzc that rewrites the ORDERS (default: as make_variants.py finds it)")
     c = sub.add_parser("compare")
     c.add_argument("folder", type=Path)
     c.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "timeline_h200.md")
     args = parser.parse_args()
     if args.what == "write":
-        write()
+        write(args.swzc)
     else:
         compare(args.folder, args.out)
 
