@@ -46,7 +46,8 @@
 
 What it leaves out: how far blocks drift out of step and how many requests coalesce (it takes one share of
 each for every kernel; measured, the bf16 GEMM's waves stay crisp and a third of its reads merge, the
-shared-memory GEMM's drift apart and a tenth merge), L1 hits between blocks on one SM and L1 misses that
+shared-memory GEMM's drift apart and a tenth merge; timed, bench/results/timeline_h200.md, what tells kernels
+apart is whether blocks that read one panel start together, which nothing read before a run predicts yet), L1 hits between blocks on one SM and L1 misses that
 re-read L2, associativity and replacement details, DRAM page effects, and any access the footprint analysis
 could not express.
 bench/results/l2_model_vs_ncu_h200.md says how far that goes, kernel by kernel, with the constants
