@@ -122,3 +122,15 @@ def test_pairs_as_far_apart_as_a_wave_are_not_counted():
     b = np.arange(128)
     s = timeline.summary(blocks((b * LIFETIME) // 16), 16, row_major(8, 16))  # a column's blocks: 16 apart
     assert np.isnan(s["col_pairs_gap"]) and np.isnan(s["col_pairs_lag"])
+
+
+def test_the_first_wave_s_lifetimes_are_told_by_slot_on_an_sm():
+    # 4 SMs, 2 blocks each: positions 0-3 start first on their SM and live 800, positions 4-7 live 1,200.
+    start = np.zeros(RESIDENT, dtype=np.int64)
+    start[4:] = 1  # the second block on each SM started just after the first
+    life = np.where(np.arange(RESIDENT) < 4, 800, 1200)
+    t = {"start": start, "end": start + life, "sm": np.arange(RESIDENT) % 4}
+    slots = timeline.summary(t, RESIDENT, row_major(1, RESIDENT))["first_wave_slot_lifetimes"]
+    assert slots == pytest.approx([0.8, 1.2])  # of the median lifetime, 1,000
+    t["start"] = 1 - start  # now the blocks at positions 4-7 started first
+    assert timeline.summary(t, RESIDENT, row_major(1, RESIDENT))["first_wave_slot_lifetimes"] == pytest.approx([1.2, 0.8], abs=0.01)
