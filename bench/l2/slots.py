@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Do blocks stay in step when each SM runs only one (or two) of them?  Five GEMMs at identity, with shared
+memory reserved at launch so that fewer blocks fit on an SM.
+
+    python3 bench/l2/slots.py write                 # here: the variants, into bench/l2/variants/slots/
+    OUT=$OUT bash bench/l2/slots.sh                 # on the GPU machine: each run once timed, once under ncu
+    python3 bench/l2/slots.py compare DIR           # here: bench/results/slots_h200.md
+
+bench/results/timeline_h200.md found that the blocks sharing an SM finish one after another in the order
+they started there (the async-copy GEMM's four slots: 0.63, 0.75, 0.98 and 1.20 lifetimes), that later
+blocks start as those end, and that the one kernel whose slots end together (the bf16 GEMM) is the one whose
+later waves start together and whose DRAM reads are one fetch per panel per wave.  If the stagger between
+an SM's blocks is what spreads the waves, an SM that runs one block has none, and its waves stay crisp.
+
+Each variant is the timeline variant of the kernel (bench/l2/timeline.py) with dynamic shared memory
+reserved at both launches: as much as leaves room for PER_SM blocks and not one more (the kernel never
+touches it; `cudaFuncGetAttributes` gives its static shared memory, `cudaFuncSetAttribute` allows the size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from make_variants import kernel_source  # noqa: E402
+from timeline import instrumented, summary, timeline  # noqa: E402
+
+FOLDER = HERE / "variants" / "slots"
+# kernel: the blocks per SM to run it at (its own count is in bench/results/timeline_h200.md)
+RUNS = {"async_gemm": (1, 2), "tiled_gemm": (1, 2), "smem_gemm": (1,), "naive_gemm": (1, 2), "gemm_bf16_wmma": (1,)}
+SM_SHARED = 228 * 1024  # shared memory per SM on the H200 (Hopper: 228 KB, of which 227 KB for one block)
+BLOCK_MAX = 227 * 1024
+RESERVED = 1024  # what the system takes per block
+
+
+def padded(text: str, kernel: str, per_sm: int) -> str:
+    """`text` with both launches of `kernel` given the dynamic shared memory that leaves room for `per_sm`."""
+    launch = re.compile(re.escape(kernel) + r"<<<([^,>]+),\s*([^,>]+)>>>")
+    assert len(launch.findall(text)) == 2, kernel
+    text = launch.sub(lambda m: f"{kernel}<<<{m.group(1)}, {m.group(2)}, slots_pad>>>", text)
+    first = text.index(f"{kernel}<<<")
+    line = text.rindex("\n", 0, first) + 1
+    setup = (f"  size_t slots_pad;\n"
+             f"  {{  /* slots: reserve shared memory so that {per_sm} block(s) fit on an SM, and no more */\n"
+             f"    cudaFuncAttributes attr;\n"
+             f"    CHECK(cudaFuncGetAttributes(&attr, {kernel}));\n"
+             f"    const size_t each = {min(BLOCK_MAX, SM_SHARED // per_sm - RESERVED)};\n"
+             f"    slots_pad = each - attr.sharedSizeBytes;\n"
+             f"    CHECK(cudaFuncSetAttribute({kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)slots_pad));\n"
+             f"  }}\n")
+    return text[:line] + setup + text[line:]
+
+
+def write() -> None:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    for kernel, counts in RUNS.items():
+        _, text = kernel_source(kernel)
+        for per_sm in counts:
+            (FOLDER / f"{kernel}__S{per_sm}.cu").write_text(padded(instrumented(text, kernel), kernel, per_sm))
+    print(f"{sum(map(len, RUNS.values()))} variants -> {FOLDER}")
+
+
+def figures(kernel: str, resident: int) -> dict:
+    """The model's DRAM figures for `kernel` at identity with `resident` blocks at once: as it is, with no
+    reuse in step, and one fetch per wave."""
+    from fit import Kernel
+    from swzc import hw as hwmodels
+    from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model, _tiles_of
+    from waves import one_fetch_per_wave
+
+    k = Kernel(kernel, [{"candidate": "identity"}], hwmodels.load("h200"))
+    fp, (order,) = k.fp, k.maps
+    total = math.prod(fp.grid)
+    scale = total / order.shape[0]
+    now = L2Model(fp, k.hw, resident)
+    spread = L2Model(fp, k.hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0, crisp_first_wave=False)
+    tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
+    mb = lambda m: m.predict("identity", order, fp.adapter, fp.divisor).read_misses * m.unit * scale / 1e6  # noqa: E731
+    return {"now_mb": mb(now), "spread_mb": mb(spread), "crisp_mb": one_fetch_per_wave(now, tiles, resident, total) / 1e6,
+            "tiles": tiles, "grid": fp.grid, "own_resident": k.resident}
+
+
+def compare(folder: Path, out: Path) -> None:
+    from compare import ncu_page
+
+    measured = ncu_page(folder / "slots.csv", ("lts__", "dram__", "gpu__"))
+    lines = ["# One or two blocks per SM: do waves stay in step? (identity order, NVIDIA H200)", "",
+             "Measured with `python3 bench/l2/slots.py write` (here), `OUT=$OUT bash bench/l2/slots.sh` (on the "
+             "H200); compared with `python3 bench/l2/slots.py compare DIR`.  What was expected before the run: "
+             "bench/results/slots_predicted_h200.md.  Each kernel's own count is its row in "
+             "bench/results/timeline_h200.md and waves_h200.md.", "",
+             "| kernel | blocks per SM | running at once (measured) | first wave's lifetimes by slot | later waves' "
+             "spread | column pairs: gap, lag | DRAM read MB | one fetch per wave | no reuse in step | share in step | "
+             "model now | L2 hit % | ms |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for kernel, counts in RUNS.items():
+        for per_sm in counts:
+            variant = f"{kernel}__S{per_sm}"
+            path = folder / f"{variant}.bin"
+            if not path.is_file() or variant not in measured:
+                continue
+            resident = per_sm * 132
+            f = figures(kernel, resident)
+            s = summary(timeline(path, math.prod(f["grid"])), resident, f["tiles"])
+            m = measured[variant]
+            mb = m["dram__bytes_read.sum"] / 1e6
+            # where a wave holds no more than one tile row, crisp and spread waves fetch the same: no share
+            apart = f["spread_mb"] - f["crisp_mb"]
+            share = f"{(f['spread_mb'] - mb) / apart:.2f}" if apart > 0.1 * f["spread_mb"] else "n/a"
+            lag = "none" if math.isnan(s["col_pairs_gap"]) else f"{s['col_pairs_gap']:,.0f}, {s['col_pairs_lag']:.2f}"
+            lines.append(f"| {kernel} | {per_sm} | {s['resident_measured']:,} | "
+                         f"{' '.join(f'{x:.2f}' for x in s['first_wave_slot_lifetimes'])} | {s['later_wave_spread']:.2f} | "
+                         f"{lag} | {mb:,.0f} | {f['crisp_mb']:,.0f} | {f['spread_mb']:,.0f} | {share} | "
+                         f"{f['now_mb']:,.0f} | {m['lts__t_sector_hit_rate.pct']:.1f} | "
+                         f"{m['gpu__time_duration.sum'] / 1e6:.2f} |")
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    sub.add_parser("write")
+    c = sub.add_parser("compare")
+    c.add_argument("folder", type=Path)
+    c.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "slots_h200.md")
+    args = parser.parse_args()
+    if args.what == "write":
+        write()
+    else:
+        compare(args.folder, args.out)
+
+
+if __name__ == "__main__":
+    main()
