@@ -155,7 +155,7 @@ class L2Model:
 
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
                  softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED,
-                 near_readers: int = NEAR_READERS, crisp_first_wave: bool = True) -> None:
+                 near_readers: int = NEAR_READERS, crisp_first_wave: bool = True, crisp_waves: bool = False) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
@@ -163,6 +163,7 @@ class L2Model:
         self.in_step = in_step
         self.near_readers = near_readers  # earlier readers a near-partition copy is looked for among
         self.crisp_first_wave = crisp_first_wave  # the first `resident` blocks start at once
+        self.crisp_waves = crisp_waves  # every wave of `resident` blocks starts at once (one block per SM)
         # only a kernel that stages its reads behind a barrier sends them in the bursts that coalesce
         self.merged_share = merged if hw.l2_request_coalescer and fp.staged else 0.0
         self.unit = hw.l2_sector_bytes
@@ -213,6 +214,8 @@ class L2Model:
         gaps = np.arange(count, dtype=np.int64)
         touched = sum(s.units.size * occ.distinct_in(np.maximum(gaps, 1), count) for s, occ in streams)
         in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** 2, 0.0)
+        if self.crisp_waves:  # a block of an earlier wave started a lifetime before: never in step
+            in_step = np.zeros(count)
 
         def kept(capacity: float) -> np.ndarray:
             """By gap: the share of a slice still in an L2 of `capacity` units when the block `gap` positions
@@ -236,28 +239,38 @@ class L2Model:
         missed = [0.0, 0.0]
         merged = 0.0
         partitions = self.hw.l2_partitions
-        ones = (gaps > 0).astype(float)  # a reuse inside the first wave, which starts at once: in step
         levels = [kept(self.capacity)]
         if self.far_share:
             levels.append(kept(self.capacity / partitions))
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
             halos = [(occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours]
-            # a block of the first wave reuses only from earlier blocks of it: in step
-            first = occ.position < resident if self.crisp_first_wave else None
+            together = self._together(occ.position, resident)
             if self.merged_share:  # own reuses in step (`in_step` is 0 where there is no reuse)
                 step_now = self.in_step * in_step[occ.gap]
-                merged += self.merged_share * float((step_now if first is None else np.where(first, ones[occ.gap], step_now)).sum()) * size
+                merged += self.merged_share * float((step_now if together is None else np.where(together(occ.gap), 1.0, step_now)).sum()) * size
             repeats = bool(occ.gap.any())
             for i, table in enumerate(levels):
                 def kept_at(gap: np.ndarray, table: np.ndarray = table) -> np.ndarray:
-                    return table[gap] if first is None else np.where(first, ones[gap], table[gap])
+                    return table[gap] if together is None else np.where(together(gap), 1.0, table[gap])
                 own = kept_near(occ, kept_at) if i and repeats else kept_at(occ.gap)
                 lost = (1.0 - own) * size
                 for gap, overlap in halos:  # halos a neighbour brought in, if still held
                     lost -= (1.0 - own) * kept_at(gap) * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1], merged
+
+    def _together(self, position: np.ndarray, resident: float) -> Callable[[np.ndarray], np.ndarray] | None:
+        """For the blocks at dispatch `position`s: which of their reuses `gap` positions back come from a block
+        that started at the same moment (and so hit, in step): one of the same wave when every wave starts at
+        once, one of the first wave when only that one does; None when no wave does."""
+        if self.crisp_waves:
+            wave = np.floor(position / resident)
+            return lambda gap: (gap > 0) & (np.floor((position - gap) / resident) == wave)
+        if self.crisp_first_wave:
+            first = position < resident  # a block of the first wave reuses only from earlier blocks of it
+            return lambda gap: first & (gap > 0)
+        return None
 
 
 def _one_block_each(key_offsets: tuple[int, int, int], extents: tuple[int, ...]) -> bool:

@@ -20,6 +20,7 @@ touches it; `cudaFuncGetAttributes` gives its static shared memory, `cudaFuncSet
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -29,12 +30,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from make_variants import kernel_source  # noqa: E402
+from make_variants import find_swzc, kernel_source, make_one, slug  # noqa: E402
 from timeline import instrumented, summary, timeline  # noqa: E402
 
 FOLDER = HERE / "variants" / "slots"
 # kernel: the blocks per SM to run it at (its own count is in bench/results/timeline_h200.md)
 RUNS = {"async_gemm": (1, 2), "tiled_gemm": (1, 2), "smem_gemm": (1,), "naive_gemm": (1, 2), "gemm_bf16_wmma": (1,)}
+# Other orders at one block per SM, measured in a second run (slots_predicted_h200.md, part 2).
+ORDERS = {kernel: ("grouped:2", "grouped:4", "grouped:8", "grouped:16", "hilbert:8", "morton:8")
+          for kernel in ("tiled_gemm", "gemm_bf16_wmma")}
 SM_SHARED = 228 * 1024  # shared memory per SM on the H200 (Hopper: 228 KB, of which 227 KB for one block)
 BLOCK_MAX = 227 * 1024
 RESERVED = 1024  # what the system takes per block
@@ -58,13 +62,51 @@ def padded(text: str, kernel: str, per_sm: int) -> str:
     return text[:line] + setup + text[line:]
 
 
-def write() -> None:
+def write(swzc: str | None) -> None:
+    """RUNS at identity, and ORDERS at one block per SM (rewritten by swzc, then instrumented and padded)."""
     FOLDER.mkdir(parents=True, exist_ok=True)
     for kernel, counts in RUNS.items():
         _, text = kernel_source(kernel)
         for per_sm in counts:
             (FOLDER / f"{kernel}__S{per_sm}.cu").write_text(padded(instrumented(text, kernel), kernel, per_sm))
-    print(f"{sum(map(len, RUNS.values()))} variants -> {FOLDER}")
+    swzc = find_swzc(swzc)
+    for kernel, orders in ORDERS.items():
+        base = FOLDER.parent / "slots_sources" / f"{kernel}.cu"  # the kernel as it is, for swzc to rewrite
+        base.parent.mkdir(exist_ok=True)
+        base.write_text(kernel_source(kernel)[1])
+        for order in orders:
+            out = FOLDER / f"{kernel}__S1__{slug(order)}.cu"
+            rec = make_one(swzc, kernel, order, base, out)
+            assert rec["status"] == "ok", rec
+            out.write_text(padded(instrumented(out.read_text(), kernel), kernel, 1))
+    print(f"{sum(map(len, RUNS.values())) + sum(map(len, ORDERS.values()))} variants -> {FOLDER}")
+
+
+def predict(out: Path) -> None:
+    """The model's L2 hit rate and DRAM bytes for every variant, as it ranks now (waves drift after the
+    first) and with every wave starting at once, written before the variants are measured."""
+    from fit import Kernel
+    from swzc import hw as hwmodels
+    from swzc.l2model import L2Model
+
+    hw = hwmodels.load("h200")
+    rows = []
+    for kernel, counts in RUNS.items():
+        orders = [("identity", n) for n in counts] + [(o, 1) for o in ORDERS.get(kernel, ())]
+        k = Kernel(kernel, [{"candidate": o} for o, _ in orders], hw)
+        scale = math.prod(k.fp.grid) / k.maps[0].shape[0]
+        for (order, per_sm), mapping in zip(orders, k.maps):
+            row = {"kernel": kernel, "order": order, "per_sm": per_sm,
+                   "variant": f"{kernel}__S{per_sm}" + ("" if order == "identity" else f"__{slug(order)}")}
+            for form, crisp in (("now", False), ("crisp_waves", True)):
+                p = L2Model(k.fp, hw, per_sm * hw.compute_units, crisp_waves=crisp).predict(
+                    order, mapping, k.fp.adapter, k.fp.divisor).scaled(scale)
+                row[form] = {"l2_hit_pct": p.l2_hit_rate, "dram_mb": round(p.dram_bytes / 1e6, 1),
+                             "merged_share": round(p.merged / p.reads, 3)}
+            rows.append(row)
+    out.write_text(json.dumps({"command": "python3 bench/l2/slots.py predict", "predictions": rows}, indent=1) + "\n")
+    for r in rows:
+        print(r["variant"], r["now"], r["crisp_waves"])
 
 
 def figures(kernel: str, resident: int) -> dict:
@@ -148,13 +190,18 @@ def compare(folder: Path, out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    sub.add_parser("write")
+    w = sub.add_parser("write")
+    w.add_argument("--swzc", help="the swzc that rewrites the ORDERS (default: as make_variants.py finds it)")
+    pr = sub.add_parser("predict")
+    pr.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "slots_predicted_h200.json")
     c = sub.add_parser("compare")
     c.add_argument("folder", type=Path)
     c.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "slots_h200.md")
     args = parser.parse_args()
     if args.what == "write":
-        write()
+        write(args.swzc)
+    elif args.what == "predict":
+        predict(args.out)
     else:
         compare(args.folder, args.out)
 

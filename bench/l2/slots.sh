@@ -10,6 +10,8 @@ BIN="${BIN:-/tmp/slots_bin}"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 NCU="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
 METRICS=lts__t_sector_hit_rate.pct,dram__bytes_read.sum,lts__t_sectors.sum,gpu__time_duration.sum
+# the L2 request coalescer (Hopper): the read sectors it merged, and those L1 received
+METRICS="$METRICS,lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__xbar2gpc_sectors_op_read.sum"
 mkdir -p "$OUT/slots" "$BIN"
 for src in bench/l2/variants/slots/*.cu; do
   "$NVCC" -O3 -arch=sm_90 -o "$BIN/$(basename "$src" .cu)" "$src" &
