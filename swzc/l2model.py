@@ -19,7 +19,11 @@
   probability `1 - g / resident`, and stayed together (blocks drift apart the more, the further apart
   they started) with about the same probability: a share `IN_STEP * (1 - g / resident) ** 2` of those
   reuses hits, whatever the distance.  (On a grid larger than the blocks the model is given, which are its
-  first ones, the first wave counts for more than its share.)
+  first ones, the first wave counts for more than its share.)  With `crisp_waves` every wave starts at
+  once, as the H200 does at one block per SM (bench/results/slots_h200.md): a reuse from a block of the
+  same wave hits and one from an earlier wave is LRU's.  That form gets those kernels' DRAM reads and not
+  their hit rates (the coalescer merges more of such waves' reads than `MERGED` says), so the ranking does
+  not use it.
 - **Request coalescing (Hopper).** Reads of one sector that several SMs send at about the same time
   reach L2 as one request (its L2 request coalescer answers them all).  Blocks send their reads that
   close together when they stage them: a loop copies global data to shared memory and waits at a

@@ -127,6 +127,19 @@ def test_the_first_wave_starts_at_once():
     assert predict(SHARED, "identity", small, resident=2, in_step=0.0).l2_hit_rate == 62.5
 
 
+def test_every_wave_starts_at_once_when_asked():
+    """The same blocks and L2 with `crisp_waves`: waves {0, 1} and {2, 3} each start together.  Block 1 reuses
+    from block 0 of its own wave (hit); block 2 from block 1, a wave earlier, which LRU has lost with one unit
+    of room (miss), whatever the share in step; block 3 from block 2 of its own wave (hit): 2 misses of 8
+    (75 %).  Resident 1, a wave per block: nothing in step, 4 misses (50 %).  Room for 1,024 units: only
+    the first read misses (87.5 %)."""
+    small = tiny_gpu(32)
+    assert predict(SHARED, "identity", small, resident=2, in_step=1.0, crisp_waves=True).l2_hit_rate == 75.0
+    assert predict(SHARED, "identity", small, resident=2, in_step=0.0, crisp_waves=True).l2_hit_rate == 75.0
+    assert predict(SHARED, "identity", small, resident=1, in_step=1.0, crisp_waves=True).l2_hit_rate == 50.0
+    assert predict(SHARED, "identity", tiny_gpu(32 * 1024), resident=2, crisp_waves=True).l2_hit_rate == 87.5
+
+
 SHARED_STAGED = """
 __global__ void k(const float* a, float* out) {
   __shared__ float tile[8];
