@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -130,9 +131,11 @@ HAZARD_RULES = {
     "tile-loop": "a tile loop the swizzle could not reorder safely",
     "side-effect": "an expression the splice would copy has a side effect",
     "external-helper": "a rewritten helper other files could call",
+    "header-helper": "calls a function a header defines that reads the block index, or one defined in no file swzc reads",
     "syntax-error": "a part of the file tree-sitter cannot parse",
 }
-READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "syntax-error"})
+READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "header-helper",
+                               "syntax-error"})
 
 
 @dataclass(frozen=True)
@@ -952,6 +955,11 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             helper_at[name] = min(helper_at.get(name, len(src.data)), _library_at(src, item))
             calls.setdefault(name, set()).update(_calls(function, device))
 
+    in_headers = _header_readers(pre, block_macros)
+    # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
+    defined = set(device) | set(kernels) | {function_name(f) for h in pre.headers for f in _definitions_in(h.src.tree.root_node)}
+    elsewhere = {name: line for name, line in _device_declarations(src, pre).items() if name not in defined}
+
     launches = [found for found in _launches(src, scope, kernels) if pre.active(found[1])]
     launches_of: dict[str, list] = {}
     for found in launches:
@@ -975,6 +983,16 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()
         hazards += _syntax_hazards(src, spans, unseen, broken) + _set_aside_hazards(src, spans, broken)
+        for callee in sorted(unseen & (in_headers.keys() | elsewhere.keys())):
+            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
+                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            if callee in in_headers:
+                why = (f"calls {callee} (line {line}), which {in_headers[callee]} defines and which reads the block index: "
+                       "swzc rewrites only this file, so it would go on reading the block the hardware ran")
+            else:
+                why = (f"calls {callee} (line {line}), a device function declared at {elsewhere[callee]} and defined in no "
+                       "file swzc reads (another file's, under -rdc): it may read the block index")
+            hazards.append(Hazard(line, why, "header-helper"))
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1174,6 +1192,75 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
 
     visit(src.tree.root_node)
     return runs
+
+
+def _header_readers(pre: Preprocessed, block_macros: set[str]) -> dict[str, str]:
+    """The functions the headers swzc read define (outside branches the compiler never takes) that read the
+    block index: directly, through a macro that does, or through another function those headers define that
+    does.  Name -> where ("h.cuh:12"; through another: "h.cuh:12, through g,")."""
+    found: dict[str, list[tuple[str, set[str]]]] = {}  # name -> (where, what it calls) of each definition
+    readers: dict[str, str] = {}
+    for header in pre.headers:
+        short = os.path.basename(header.path)
+        for function in _definitions_in(header.src.tree.root_node):
+            body = function.child_by_field_name("body")
+            if body is None or any(a <= function.start_byte and function.end_byte <= b for a, b in header.inactive):
+                continue
+            name = function_name(function)
+            where = f"{short}:{_line(function)}"
+            body_text = text(body)
+            if _BLOCK_INDEX_TEXT.search(body_text) or not block_macros.isdisjoint(_WORDS.findall(body_text)):
+                readers.setdefault(name, where)
+            found.setdefault(name, []).append((where, _callees(function)))
+    callers: dict[str, list[tuple[str, str]]] = {}  # callee -> (caller, where the caller is)
+    for name, definitions in found.items():
+        for where, callees in definitions:
+            for callee in callees:
+                callers.setdefault(callee, []).append((name, where))
+    todo = list(readers)
+    while todo:
+        callee = todo.pop()
+        for name, where in callers.get(callee, ()):
+            if name not in readers:
+                readers[name] = f"{where}, through {callee},"
+                todo.append(name)
+    return readers
+
+
+def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
+    """Functions declared `__device__` without a body, in the file or the headers swzc read (outside branches
+    the compiler never takes): name -> where ("line 3" in the file, "h.cuh:3" in a header)."""
+    found: dict[str, str] = {}
+    for tree_src, inactive, short in [(src, pre.inactive, ""),
+                                      *((h.src, h.inactive, os.path.basename(h.path)) for h in pre.headers)]:
+        todo = [tree_src.tree.root_node]
+        while todo:
+            node = todo.pop()
+            for child in node.children:
+                if child.type == "declaration":
+                    declarator = child.child_by_field_name("declarator")
+                    if (declarator is not None and declarator.type == "function_declarator" and _has_token(child, "__device__")
+                            and not any(a <= child.start_byte and child.end_byte <= b for a, b in inactive)):
+                        where = f"{short}:{_line(child)}" if short else f"line {_line(child)}"
+                        found.setdefault(declared_name(declarator), where)
+                elif child.child_count and child.type not in ("function_definition", "compound_statement"):
+                    todo.append(child)
+    return found
+
+
+def _definitions_in(root: Node) -> Iterator[Node]:
+    """Every function definition in a tree, in classes and namespaces too, but not inside another function."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for child in node.children:
+            if child.type == "function_definition":
+                yield child
+            elif child.child_count and child.type not in ("compound_statement", "lambda_expression"):
+                todo.append(child)
+
+
+_WORDS = re.compile(r"[A-Za-z_]\w*")
 
 
 def _device_definitions(text: str) -> list[str]:
