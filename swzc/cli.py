@@ -45,7 +45,7 @@ EXIT_CODES = """\b
 Exit codes:
   0  rewritten (analyze: would rewrite), or nothing to do (no kernel reads the block index)
   1  every kernel that reads the block index was refused, declined or left unranked
-  2  bad input: unreadable file, no kernel clear of syntax errors, unknown --hw, bad --swizzle, --set or --grid,
+  2  bad input: unreadable file, kernels but none clear of syntax errors, unknown --hw, bad --swizzle, --set or --grid,
      --bench without a GPU, an output swzc must not write; nothing written
   3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written
   130  interrupted (SIGINT or SIGTERM); nothing written"""

@@ -52,7 +52,7 @@ Examples:
 Exit codes:
   0  no finding: no kernel of FILES would be rewritten
   1  findings reported (as a linter reports them)
-  2  bad input: an unreadable FILE, one with no kernel clear of syntax errors, over --max-bytes,
+  2  bad input: an unreadable FILE, one whose kernels are none of them clear of syntax errors, over --max-bytes,
      a bad --hw, --set, --grid or --block, a bad --diff-base, an output swzc must not write.
      Every FILE is still read and each failure named on stderr; nothing is written
   3  one of swzc's own checks failed (proof, re-parse, --compile) or an internal error;

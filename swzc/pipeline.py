@@ -193,8 +193,10 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
         src = refine(src, context, prepared(src, bindings or {}, context)[0])
     analysis = analyze(src, bindings or {}, context, facts)
     _check_bindings(src, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
-    if src.errors and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
-        # parse errors, and no kernel clear of them: nothing in the file can be analysed
+    if src.errors and analysis.kernels and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
+        # parse errors, and no kernel clear of them: nothing in the file can be analysed.  (A file with no
+        # kernel at all, a `__global__` in its unparsed parts included, has nothing to rewrite: its errors are
+        # listed and it is not bad input.  A file-scope macro that expands to definitions is one such.)
         more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
         raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT)
     return src, analysis

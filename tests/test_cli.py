@@ -79,6 +79,22 @@ def test_syntax_error_in_analyze(work):
     assert "bad.cu:3:5" in result.stderr
 
 
+def test_a_file_with_no_kernel_and_a_part_that_does_not_parse_has_nothing_to_do(work):
+    """Instantiation macros at file scope (`SELECT_IMPL(float, true, 1, 1);`, expanding to host functions a
+    header defines) are not C++ tree-sitter can parse; with no kernel in the file there is nothing to
+    rewrite, and that is not bad input.  The errors are still listed."""
+    text = b'#include "impl.cuh"\nnamespace n {\nSELECT_IMPL(float, true, 1, 1);\nSELECT_IMPL(float, false, 1, 1);\n}\n'
+    (work / "inst.cu").write_bytes(text)
+    result = invoke("rewrite", "inst.cu", "-o", "out.cu", "--no-compile")
+    assert result.exit_code == 0, result.output
+    assert "nothing to do" in result.stdout and "inst.cu:3:" in result.stdout
+    result = invoke("analyze", "inst.cu", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["syntax_errors"]
+    # a kernel in a part that does not parse is still one no kernel is clear of: bad input
+    (work / "inst.cu").write_bytes(text + b"__global__ void k(float* p) { p[blockIdx.x] = 1 @ 2; }\n")
+    assert invoke("analyze", "inst.cu").exit_code == 2
+
+
 def test_nonexistent_file(work):
     result = invoke("rewrite", "missing.cu", "--no-compile")
     assert result.exit_code == 2
