@@ -1239,7 +1239,9 @@ def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
             for child in node.children:
                 if child.type == "declaration":
                     declarator = child.child_by_field_name("declarator")
+                    # one with an error in it may be the head of a definition that did not parse
                     if (declarator is not None and declarator.type == "function_declarator" and _has_token(child, "__device__")
+                            and not child.has_error
                             and not any(a <= child.start_byte and child.end_byte <= b for a, b in inactive)):
                         where = f"{short}:{_line(child)}" if short else f"line {_line(child)}"
                         found.setdefault(declared_name(declarator), where)

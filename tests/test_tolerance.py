@@ -257,6 +257,19 @@ def test_a_helper_whose_definition_did_not_parse_refuses_the_kernels_that_call_i
     assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "rewritten", result.output
 
 
+def test_a_kernel_that_reads_the_block_index_only_through_an_unparsed_helper_is_refused(tmp_path):
+    # no read of its own to rewrite: refused all the same, since the helper's read stays as it was
+    helper = "#define ATTRS(n)\n__device__ int where(int i) ATTRS(4) { return blockIdx.x * i; }\n"
+    kernel = ("__global__ void tile2d(float* b) { b[where(threadIdx.x)] = 1.0f; }\n"
+              "void run(float* b) { tile2d<<<dim3(256, 256), dim3(16, 16)>>>(b); }\n")
+    result, doc, _ = run(tmp_path, helper + kernel + OTHER)
+    assert statuses(doc)["tile2d"][0] == "refused" and "calls where" in statuses(doc)["tile2d"][1], result.output
+    # the head that did not parse is not a declaration of a function defined elsewhere either
+    assert "defined in no file" not in statuses(doc)["tile2d"][1]
+    result, doc, _ = run(tmp_path, helper.replace("blockIdx.x * i", "i") + kernel.replace("b[where(", "b[blockIdx.x + 256 * blockIdx.y + where(") + OTHER)
+    assert statuses(doc)["tile2d"][0] == "rewritten", result.output
+
+
 def test_qualifier_macros_are_read_as_the_compiler_expands_them(tmp_path):
     # defined two ways (nothing, or __restrict__) and used where the grammar wants a declarator
     macro = "#ifdef NO_RESTRICT\n#define RESTRICT\n#else\n#define RESTRICT __restrict__\n#endif\n"
