@@ -30,8 +30,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from make_variants import find_swzc, kernel_source, make_one, slug  # noqa: E402
-from timeline import instrumented, summary, timeline  # noqa: E402
+from make_variants import find_swzc, kernel_source, slug  # noqa: E402
+from timeline import instrumented, reordered, summary, timeline  # noqa: E402
 
 FOLDER = HERE / "variants" / "slots"
 # kernel: the blocks per SM to run it at (its own count is in bench/results/timeline_h200.md)
@@ -71,14 +71,9 @@ def write(swzc: str | None) -> None:
             (FOLDER / f"{kernel}__S{per_sm}.cu").write_text(padded(instrumented(text, kernel), kernel, per_sm))
     swzc = find_swzc(swzc)
     for kernel, orders in ORDERS.items():
-        base = FOLDER.parent / "slots_sources" / f"{kernel}.cu"  # the kernel as it is, for swzc to rewrite
-        base.parent.mkdir(exist_ok=True)
-        base.write_text(kernel_source(kernel)[1])
         for order in orders:
             out = FOLDER / f"{kernel}__S1__{slug(order)}.cu"
-            rec = make_one(swzc, kernel, order, base, out)
-            assert rec["status"] == "ok", rec
-            out.write_text(padded(instrumented(out.read_text(), kernel), kernel, 1))
+            out.write_text(padded(instrumented(reordered(swzc, kernel, order, out), kernel), kernel, 1))
     print(f"{sum(map(len, RUNS.values())) + sum(map(len, ORDERS.values()))} variants -> {FOLDER}")
 
 

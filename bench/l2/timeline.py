@@ -130,14 +130,19 @@ def write(swzc: str | None) -> None:
         (FOLDER / f"{kernel}.cu").write_text(instrumented(text, kernel))
     swzc = find_swzc(swzc)
     for kernel, order in ORDERS:
-        base = FOLDER.parent / "timeline_sources" / f"{kernel}.cu"  # the kernel as it is, for swzc to rewrite
-        base.parent.mkdir(exist_ok=True)
-        base.write_text(kernel_source(kernel)[1])
         out = FOLDER / f"{kernel}__{slug(order)}.cu"
-        rec = make_one(swzc, kernel, order, base, out)
-        assert rec["status"] == "ok", rec
-        out.write_text(instrumented(out.read_text(), kernel))
+        out.write_text(instrumented(reordered(swzc, kernel, order, out), kernel))
     print(f"{len(KERNELS) + len(ORDERS)} variants -> {FOLDER}")
+
+
+def reordered(swzc: str, kernel: str, order: str, out: Path) -> str:
+    """The kernel's program rewritten by swzc to `order` (it must be rewritten), through `out`."""
+    base = out.parent.parent / f"{out.parent.name}_sources" / f"{kernel}.cu"  # the kernel as it is, for swzc
+    base.parent.mkdir(exist_ok=True)
+    base.write_text(kernel_source(kernel)[1])
+    rec = make_one(swzc, kernel, order, base, out)
+    assert rec["status"] == "ok", rec
+    return out.read_text()
 
 
 # Where each kernel's identity stands between `no reuse in step` (0) and `one fetch per wave` (1), from its
