@@ -839,9 +839,30 @@ def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[t
             function = function.parent
         host = local_scope(function, launch.start_byte, scope) if function is not None else scope
         ev = _Evaluator(host)
-        record = Launch(name, _line(launch), api, text(grid), text(block), _valid(ev.dim3(grid)), _valid(ev.dim3(block)))
+        record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
+                        _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
         found.append((name, launch, record, targs, kargs, host))
     return found
+
+
+def _source_text(src: SourceFile, node: Node | None) -> str:
+    """A node's text as the file spells it (the parser may have been given other bytes of the same length)."""
+    return "" if node is None else src.data[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
+
+
+def _size(src: SourceFile, ev: Evaluator, node: Node | None) -> Dim3 | None:
+    """A launch's grid or block size.  One the file writes in braces (`{16, 16, 1}`) was given to the parser
+    in parentheses, where it reads as a comma expression: its parts are the sizes."""
+    if node is not None and node.type == "parenthesized_expression" and src.data[node.start_byte:node.start_byte + 1] == b"{":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        parts: list[Node] = []
+        while len(inner) == 1 and inner[0].type == "comma_expression":
+            comma = inner[0]
+            parts.append(comma.child_by_field_name("left"))
+            inner = [comma.child_by_field_name("right")]
+        parts += inner
+        return ev._components(parts, 0) if all(p is not None for p in parts) else None
+    return ev.dim3(node)
 
 
 def _valid(dims: Dim3 | None) -> Dim3 | None:

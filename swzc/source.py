@@ -191,9 +191,16 @@ _INCLUDE_TRAILING = re.compile(rb"^([ \t]*#[ \t]*include[ \t]*)([<\"][^>\"\n]*[>
 
 def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
     """The bytes tree-sitter is given: `data` with the spellings in _BLANKED and the `blanked` ranges (see
-    swzc.preprocess.refine) replaced by spaces, and blanks after an #include's path moved before it."""
+    swzc.preprocess.refine) replaced by spaces, blanks after an #include's path moved before it, and a
+    launch configuration's braced sizes (`<<<n, {16, 16, 1}>>>`, which the grammar does not take) in
+    parentheses: the analysis reads such a size from the file's bytes, where it is still braced."""
     view = _INCLUDE_TRAILING.sub(lambda m: m.group(1) + m.group(3) + m.group(2), data)
+    view = _LAUNCH_CONFIG.sub(lambda m: m.group(0).replace(b"{", b"(").replace(b"}", b")"), view)
     return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), view), blanked)
+
+
+# A launch configuration with a brace in it, on at most 400 bytes and no statement end (linear in the file)
+_LAUNCH_CONFIG = re.compile(rb"<<<(?=[^;>]{0,400}\{)[^;]{0,400}?>>>")
 
 
 def load_bytes(path: str, data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> SourceFile:

@@ -133,3 +133,34 @@ int main() { double* a = 0; double* b = 0; scale<<<64, 32>>>(a, b, 8); return 0;
 """
     (kernel,) = analyze(load_bytes("t.cu", code)).kernels
     assert dict(kernel.launches[0].type_args) == {"T": "double"}
+
+
+BRACED = """\
+__global__ void tile2d(const float* a, float* b, int n) {
+  int row = blockIdx.y * 16 + threadIdx.y;
+  int col = blockIdx.x * 16 + threadIdx.x;
+  b[row * n + col] = a[row * n + col];
+}
+void run(const float* a, float* b, cudaStream_t s) {
+  const int T = 16;
+  tile2d<<<{256, 128}, {T, T, 1}, 0, s>>>(a, b, 4096);
+  tile2d<<<{64}, dim3(T, T), 0, s>>>(a, b, 4096);
+  if (a) { tile2d<<<dim3(8, 8), 256>>>(a, b, 4096); }
+}
+"""
+
+
+def test_braced_launch_sizes_are_read_as_dim3():
+    """nvcc takes `<<<grid, {x, y, z}>>>`; the grammar does not.  The parser is given the braces as
+    parentheses, and the analysis reads the sizes from the file, where they are braces: not the comma
+    expression's last value.  A brace after the launch (the `if` block) is left alone."""
+    src = load_bytes("k.cu", BRACED.encode())
+    assert src.errors == ()
+    (kernel,) = analyze(src).kernels
+    launches = [(la.grid_text, la.grid, la.block_text, la.block) for la in kernel.launches]
+    assert launches == [("{256, 128}", (256, 128, 1), "{T, T, 1}", (16, 16, 1)),
+                        ("{64}", (64, 1, 1), "dim3(T, T)", (16, 16, 1)),
+                        ("dim3(8, 8)", (8, 8, 1), "256", (256, 1, 1))]
+    # parentheses the file writes itself stay a comma expression: no size
+    (kernel,) = analyze(load_bytes("k.cu", BRACED.replace("{T, T, 1}", "(T, T, 1)").encode())).kernels
+    assert kernel.launches[0].block is None
