@@ -978,7 +978,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
 
     in_headers = _header_readers(pre, block_macros)
     # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
-    defined = set(device) | set(kernels) | {function_name(f) for h in pre.headers for f in _definitions_in(h.src.tree.root_node)}
+    defined = {function_name(f) for tree_src in (src, *(h.src for h in pre.headers)) for f in _definitions_in(tree_src.tree.root_node)}
     elsewhere = {name: line for name, line in _device_declarations(src, pre).items() if name not in defined}
 
     launches = [found for found in _launches(src, scope, kernels) if pre.active(found[1])]

@@ -82,6 +82,11 @@ def test_a_device_function_declared_and_defined_in_no_file_swzc_reads_refuses_it
         "__device__ int shift(int c) { return c * 2; }\n"
     result, status = run(tmp_path, "", defined_later)
     assert status["tile2d"][0] == "rewritten", result.output
+    # defined below through a macro that spells __device__: still defined here
+    by_macro = KERNEL.replace('#include "helpers.cuh"\n', "#define HD __device__ __forceinline__\n__device__ int shift(int c);\n") + \
+        "HD int shift(int c) { return c * 2; }\n"
+    result, status = run(tmp_path, "", by_macro)
+    assert status["tile2d"][0] == "rewritten", result.output
     # declared in the file, defined in the header: the header's body decides
     declared_here = KERNEL.replace('#include "helpers.cuh"\n', '__device__ int shift(int c);\n#include "helpers.cuh"\n')
     result, status = run(tmp_path, "__device__ int shift(int c) { return c + 1; }\n", declared_here)
