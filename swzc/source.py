@@ -173,6 +173,9 @@ _BLANKED = re.compile(
     # [=](int i) __host__ __device__ { … }; never across a line end (a macro ending in `]` or `)`)
     rb"|(?<=\])[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*\()"
     rb"|(?<=\))[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*(?:->|mutable|\{))"
+    # `typename` before a dependent type called as a function, `typename K::BlockScan(smem).Sum(x)` (CUB's
+    # collectives): without it the expression is a call, which is what it does
+    rb"|\btypename(?=[ \t]+(?:(?:template[ \t]+)?[A-Za-z_]\w*[ \t]*(?:<[^<>;{}()\n]*>)?[ \t]*::[ \t]*)+[A-Za-z_]\w*[ \t]*\((?![ \t]*\*))"
 )
 
 

@@ -317,3 +317,18 @@ def test_a_statement_macro_that_reads_the_block_index_through_another_is_not_rea
     result, doc, _ = run(tmp_path, macro + kernel + LAUNCH + OTHER)
     assert statuses(doc)["other"][0] == "rewritten", result.output
     assert statuses(doc)["tile2d"][0] == "refused"
+
+
+def test_a_dependent_type_called_as_a_function_after_typename_parses():
+    """CUB's collectives are called as `typename K::BlockScanT(smem).InclusiveScan(x, x)`: nvcc takes the
+    `typename`, the grammar does not.  It is read past there (the rest is a call), and nowhere else."""
+    body = ("template <typename K, typename T>\n__global__ void scan(T* x) {\n"
+            "  __shared__ typename K::Storage smem;\n  typename K::value_type v = x[blockIdx.x];\n"
+            "  typename K::BlockScanT(smem).InclusiveScan(v, v);\n"
+            "  typename K::template Op<T, 4>::Reduce(smem).Sum(v);\n  x[blockIdx.x] = v;\n}\n")
+    src = load_bytes("k.cu", body.encode())
+    assert src.errors == ()
+    view = src.tree.root_node.text.decode()
+    assert view.count("typename") == 4 and "template <typename K, typename T>" in view
+    # a function pointer type keeps it
+    assert b"typename" in load_bytes("k.cu", b"using F = typename K::R (*)(int);\n").tree.root_node.text
