@@ -50,10 +50,10 @@
 
 What it leaves out: how far blocks drift out of step and how many requests coalesce (it takes one share of
 each for every kernel; measured, the bf16 GEMM's waves stay crisp and a third of its reads merge, the
-shared-memory GEMM's drift apart and a tenth merge; timed, bench/results/timeline_h200.md, what tells kernels
-apart is whether blocks that read one panel start together, which nothing read before a run predicts yet), L1 hits between blocks on one SM and L1 misses that
-re-read L2, associativity and replacement details, DRAM page effects, and any access the footprint analysis
-could not express.
+shared-memory GEMM's drift apart and a tenth merge; timed, bench/results/timeline_h200.md, what tells
+kernels apart is whether blocks that read one panel start together, which nothing read before a run
+predicts yet), L1 hits between blocks on one SM and L1 misses that re-read L2, associativity and
+replacement details, DRAM page effects, and any access the footprint analysis could not express.
 bench/results/l2_model_vs_ncu_h200.md says how far that goes, kernel by kernel, with the constants
 fitted on half of the kernels.
 """
@@ -252,7 +252,8 @@ class L2Model:
             together = self._together(occ.position, resident)
             if self.merged_share:  # own reuses in step (`in_step` is 0 where there is no reuse)
                 step_now = self.in_step * in_step[occ.gap]
-                merged += self.merged_share * float((step_now if together is None else np.where(together(occ.gap), 1.0, step_now)).sum()) * size
+                in_step_now = step_now if together is None else np.where(together(occ.gap), 1.0, step_now)
+                merged += self.merged_share * float(in_step_now.sum()) * size
             repeats = bool(occ.gap.any())
             for i, table in enumerate(levels):
                 def kept_at(gap: np.ndarray, table: np.ndarray = table) -> np.ndarray:
