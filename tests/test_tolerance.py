@@ -160,6 +160,7 @@ def test_blanking_never_reaches_across_a_line_end():
 
 @pytest.mark.parametrize("construct", [
     "struct __align__(16) Pair { float a, b; };\n",
+    "template <typename T> __device__ T* smem() { extern __shared__ __align__(sizeof(T)) unsigned char s[]; return (T*)s; }\n",
     "void CUDART_CB done(void* data) {}\n",
     "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
     "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
