@@ -1077,7 +1077,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
                        tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop)
         )
-    records += _kernels_in_errors(src, {r.name for r in records})
+    global_macros = {name for name, bodies in pre.bodies.items() if any(re.search(r"\b__global__\b", b) for b in bodies)}
+    records += _kernels_in_errors(src, {r.name for r in records}, global_macros)
     helper_records = {
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
@@ -1340,19 +1341,41 @@ def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]], broken: _B
 _KERNEL_HEAD = re.compile(rb"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(\w+)\s*\(")
 
 
-def _kernels_in_errors(src: SourceFile, known: set[str]) -> list[KernelInfo]:
-    """Kernels whose definition tree-sitter could not parse at all: refused, so the user hears of them."""
+def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str] = frozenset()) -> list[KernelInfo]:
+    """Kernels whose definition tree-sitter could not parse at all: refused, so the user hears of them.  A
+    kernel spelled through a macro for `__global__` (`#define KERNEL __global__`, `KERNEL void k(…)`) is one:
+    the grammar fails on its head, on the line of the macro's use."""
     found = []
+
+    def refused(name: str, at: int, why: str) -> None:
+        if name in known:
+            return
+        known.add(name)
+        line = src.data.count(b"\n", 0, at) + 1
+        found.append(KernelInfo(name, line, (), (), (), 0, None, (Hazard(line, why, "syntax-error"),), (), None, "", False, 0, "cuda"))
+
+    spelled = re.compile(rb"\b(" + b"|".join(re.escape(m.encode()) for m in sorted(global_macros)) + rb")\b") if global_macros else None
     for issue in src.errors:
         for match in _KERNEL_HEAD.finditer(src.data, issue.start, issue.end):
-            name = match.group(1).decode("utf-8", "surrogateescape")
-            if name in known:
-                continue
-            known.add(name)
-            line = src.data.count(b"\n", 0, match.start()) + 1
-            hazard = Hazard(line, f"its definition cannot be parsed: {src.error_message(issue)}", "syntax-error")
-            found.append(KernelInfo(name, line, (), (), (), 0, None, (hazard,), (), None, "", False, 0, "cuda"))
+            refused(match.group(1).decode("utf-8", "surrogateescape"), match.start(),
+                    f"its definition cannot be parsed: {src.error_message(issue)}")
+        if spelled is None:
+            continue
+        start = src.data.rfind(b"\n", 0, issue.start) + 1
+        end = src.data.find(b"\n", issue.end)
+        for use in spelled.finditer(src.data, start, len(src.data) if end < 0 else end):
+            head_end = min((i for i in (src.data.find(b"{", use.end()), src.data.find(b";", use.end())) if i >= 0),
+                           default=len(src.data))
+            names = [m.group(1) for m in _CALLED_HEAD.finditer(src.data, use.end(), head_end) if m.group(1) not in _NOT_NAMES]
+            if names:
+                refused(names[0].decode("utf-8", "surrogateescape"), use.start(),
+                        f"its definition spells __global__ through the macro {use.group(1).decode()}, which swzc cannot "
+                        f"parse: {src.error_message(issue)}")
     return found
+
+
+_CALLED_HEAD = re.compile(rb"([A-Za-z_]\w*)\s*\(")
+_NOT_NAMES = {b"__launch_bounds__", b"__attribute__", b"__align__", b"alignas", b"__declspec", b"__cluster_dims__"}
 
 
 def _calls(function: Node, device: Mapping[str, object]) -> set[str]:

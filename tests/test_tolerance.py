@@ -333,3 +333,20 @@ def test_a_dependent_type_called_as_a_function_after_typename_parses():
     assert view.count("typename") == 4 and "template <typename K, typename T>" in view
     # a function pointer type keeps it
     assert b"typename" in load_bytes("k.cu", b"using F = typename K::R (*)(int);\n").tree.root_node.text
+
+
+def test_a_kernel_spelled_through_a_macro_for_global_is_named_and_refused(tmp_path):
+    """`#define GLOBAL __global__ __launch_bounds__(256)` then `GLOBAL void k(…)`: the grammar fails on the head.
+    The kernel is refused by name (a file of nothing else is still bad input), not taken for a file with no
+    kernel; a kernel clear of it is analysed."""
+    macro = "#define GLOBAL __global__ __launch_bounds__(256)\n"
+    spelled = ("GLOBAL void spelled(float* x) { x[blockIdx.x] = 1; }\n"
+               "template <int B>\nGLOBAL void\nsplit(float* x) { x[blockIdx.x] = B; }\n"
+               "GLOBAL __launch_bounds__(128, 2) void bounded(float* x) { x[blockIdx.x] = 2; }\n")
+    result, doc, _ = run(tmp_path, macro + spelled + KERNEL + LAUNCH)
+    status = statuses(doc)
+    assert status["tile2d"][0] == "rewritten", result.output
+    assert status["spelled"][0] == "refused" and "through the macro GLOBAL" in status["spelled"][1]
+    assert status["split"][0] == "refused" and status["bounded"][0] == "refused"
+    result, doc, _ = run(tmp_path, macro + spelled)
+    assert result.exit_code == 2 and doc is None
