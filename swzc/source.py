@@ -199,7 +199,19 @@ def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
     parentheses: the analysis reads such a size from the file's bytes, where it is still braced."""
     view = _INCLUDE_TRAILING.sub(lambda m: m.group(1) + m.group(3) + m.group(2), data)
     view = _LAUNCH_CONFIG.sub(lambda m: m.group(0).replace(b"{", b"(").replace(b"}", b")"), view)
+    view = _HIP_DYNAMIC_SHARED.sub(_dynamic_shared, view)
     return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), view), blanked)
+
+
+def _dynamic_shared(match: re.Match[bytes]) -> bytes:
+    """HIP's `HIP_DYNAMIC_SHARED(type, var)` as the declaration it expands to, in as many bytes (the type and
+    the name keep their places to within a byte or two, on one line)."""
+    declared = b"extern __shared__ " + match.group(1) + b" " + match.group(2) + b"[]"
+    return declared + b" " * (len(match.group(0)) - len(declared))
+
+
+# HIP's macro for a kernel's dynamic shared memory, used as a statement on one line
+_HIP_DYNAMIC_SHARED = re.compile(rb"\bHIP_DYNAMIC_SHARED[ \t]*\([ \t]*([A-Za-z_][\w:<> \t*]*?)[ \t]*,[ \t]*([A-Za-z_]\w*)[ \t]*\)")
 
 
 # A launch configuration with a brace in it, on at most 400 bytes and no statement end (linear in the file)

@@ -350,3 +350,17 @@ def test_a_kernel_spelled_through_a_macro_for_global_is_named_and_refused(tmp_pa
     assert status["split"][0] == "refused" and status["bounded"][0] == "refused"
     result, doc, _ = run(tmp_path, macro + spelled)
     assert result.exit_code == 2 and doc is None
+
+
+def test_hip_dynamic_shared_is_read_as_the_declaration_it_expands_to(tmp_path):
+    """`HIP_DYNAMIC_SHARED(float, tile);` (hip_runtime.h: `extern __shared__ float tile[];`) takes a type as an
+    argument, which the grammar cannot: it is parsed as its expansion, in as many bytes, and the file keeps it."""
+    kernel = KERNEL.replace("  float acc = 0.0f;\n", "  HIP_DYNAMIC_SHARED( float ,  tile);\n  float acc = 0.0f;\n")
+    src = load_bytes("k.hip", kernel.encode())
+    assert src.errors == ()
+    (decl,) = [n for n in src.tree.root_node.children[0].child_by_field_name("body").named_children if n.type == "declaration"
+               and b"tile" in n.text]
+    assert decl.text.startswith(b"extern __shared__ float tile[]")
+    result, doc, out = run(tmp_path, kernel + LAUNCH)
+    assert statuses(doc)["tile2d"][0] == "rewritten", result.output
+    assert "  HIP_DYNAMIC_SHARED( float ,  tile);\n" in out.read_text()
