@@ -361,6 +361,9 @@ def test_hip_dynamic_shared_is_read_as_the_declaration_it_expands_to(tmp_path):
     (decl,) = [n for n in src.tree.root_node.children[0].child_by_field_name("body").named_children if n.type == "declaration"
                and b"tile" in n.text]
     assert decl.text.startswith(b"extern __shared__ float tile[]")
+    # in as many bytes: what follows stands where the file has it
+    body = src.tree.root_node.children[0].child_by_field_name("body")
+    assert all(src.data[n.start_byte:n.end_byte] == n.text for n in body.named_children if b"tile[]" not in n.text)
     result, doc, out = run(tmp_path, kernel + LAUNCH)
     assert statuses(doc)["tile2d"][0] == "rewritten", result.output
     assert "  HIP_DYNAMIC_SHARED( float ,  tile);\n" in out.read_text()
