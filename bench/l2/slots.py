@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from make_variants import find_swzc, kernel_source, slug  # noqa: E402
 from timeline import instrumented, reordered, summary, timeline  # noqa: E402
+from waves import predict as predict_dram  # noqa: E402
 
 FOLDER = HERE / "variants" / "slots"
 # kernel: the blocks per SM to run it at (its own count is in bench/results/timeline_h200.md)
@@ -102,26 +103,6 @@ def predict(out: Path) -> None:
     out.write_text(json.dumps({"command": "python3 bench/l2/slots.py predict", "predictions": rows}, indent=1) + "\n")
     for r in rows:
         print(r["variant"], r["now"], r["crisp_waves"])
-
-
-def figures(kernel: str, resident: int) -> dict:
-    """The model's DRAM figures for `kernel` at identity with `resident` blocks at once: as it is, with no
-    reuse in step, and one fetch per wave."""
-    from fit import Kernel
-    from swzc import hw as hwmodels
-    from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model, _tiles_of
-    from waves import one_fetch_per_wave
-
-    k = Kernel(kernel, [{"candidate": "identity"}], hwmodels.load("h200"))
-    fp, (order,) = k.fp, k.maps
-    total = math.prod(fp.grid)
-    scale = total / order.shape[0]
-    now = L2Model(fp, k.hw, resident)
-    spread = L2Model(fp, k.hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0, crisp_first_wave=False)
-    tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
-    mb = lambda m: m.predict("identity", order, fp.adapter, fp.divisor).read_misses * m.unit * scale / 1e6  # noqa: E731
-    return {"now_mb": mb(now), "spread_mb": mb(spread), "crisp_mb": one_fetch_per_wave(now, tiles, resident, total) / 1e6,
-            "tiles": tiles, "grid": fp.grid, "own_resident": k.resident}
 
 
 FINDINGS = [
@@ -197,8 +178,8 @@ def compare(folder: Path, out: Path) -> None:
             if not path.is_file() or variant not in measured:
                 continue
             resident = per_sm * 132
-            f = figures(kernel, resident)
-            s = summary(timeline(path, math.prod(f["grid"])), resident, f["tiles"])
+            f = predict_dram(kernel, resident=resident)
+            s = summary(timeline(path, math.prod(f["grid"])), resident, f["dispatched"])
             m = measured[variant]
             mb = m["dram__bytes_read.sum"] / 1e6
             # where a wave holds no more than one tile row, crisp and spread waves fetch the same: no share

@@ -199,6 +199,12 @@ def pair_lag(start, life, same: np.ndarray, resident: int, least: int = 16) -> t
     return float(np.median(gap)), float(np.median(np.abs(start[b] - start[a]) / (lifetime * gap / resident)))
 
 
+def most_at_once(start: np.ndarray, end: np.ndarray) -> int:
+    """The most intervals [start, end) open at one instant (an end before a start at the same instant)."""
+    events = np.concatenate([np.stack([start, np.ones_like(start)], 1), np.stack([end, -np.ones_like(end)], 1)])
+    return int(np.cumsum(events[np.lexsort((events[:, 1], events[:, 0]))][:, 1]).max())
+
+
 def summary(t: dict, resident: int, tiles: np.ndarray) -> dict:
     """What the timeline says about waves: each band of `resident` consecutive blocks (the model's wave, in
     dispatch order), how spread its starts are in lifetimes; and how in step the blocks that share a tile row
@@ -208,13 +214,8 @@ def summary(t: dict, resident: int, tiles: np.ndarray) -> dict:
     start, end, sm = t["start"], t["end"], t["sm"]
     life = end - start
     lifetime = float(np.median(life))
-    events = np.concatenate([np.stack([start, np.ones_like(start)], 1), np.stack([end, -np.ones_like(end)], 1)])
-    events = events[np.lexsort((events[:, 1], events[:, 0]))]  # an end before a start at the same instant
-    running = int(np.cumsum(events[:, 1]).max())
-    per_sm = max(int(np.cumsum(ev[np.lexsort((ev[:, 1], ev[:, 0]))][:, 1]).max())
-                 for s in np.unique(sm)
-                 for ev in [np.concatenate([np.stack([start[sm == s], np.ones((sm == s).sum(), np.int64)], 1),
-                                            np.stack([end[sm == s], -np.ones((sm == s).sum(), np.int64)], 1)])])
+    running = most_at_once(start, end)
+    per_sm = max(most_at_once(start[sm == s], end[sm == s]) for s in np.unique(sm))
     bands = [start[i:i + resident] for i in range(0, start.size - resident + 1, resident)]
     spread = [float(np.percentile(b, 90) - np.percentile(b, 10)) / lifetime for b in bands]
     later = spread[1:]

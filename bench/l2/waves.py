@@ -58,22 +58,24 @@ def one_fetch_per_wave(model: L2Model, tiles, resident: int, total: int) -> floa
     return fetched * model.unit * total / tiles.shape[0]
 
 
-def predict(kernel: str, path: Path | None = None) -> dict:
+def predict(kernel: str, path: Path | None = None, resident: int | None = None) -> dict:
     """The three DRAM figures for identity, the model's tile grid and the waves, for `kernel` (in the program
-    at `path`, else the bench kernel of that name)."""
+    at `path`, else the bench kernel of that name), with `resident` blocks at once (else as many as its
+    resource usage allows); and the grid and each dispatch position's tile."""
     hw = hwmodels.load("h200")
     k = Kernel(kernel, [{"candidate": "identity"}], hw, path)
     fp, (order,) = k.fp, k.maps
+    resident = k.resident if resident is None else resident
     total = math.prod(fp.grid)
     scale = total / order.shape[0]
-    model = L2Model(fp, hw, k.resident)
+    model = L2Model(fp, hw, resident)
     now = model.predict("identity", order, fp.adapter, fp.divisor)
-    spread = L2Model(fp, hw, k.resident, EFFECTIVE, SOFTNESS, 0.0, 0.0, crisp_first_wave=False).predict(
+    spread = L2Model(fp, hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0, crisp_first_wave=False).predict(
         "identity", order, fp.adapter, fp.divisor)
     tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
-    return {"tiles": fp.tiles[:2], "waves": total / k.resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
+    return {"tiles": fp.tiles[:2], "waves": total / resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
             "spread_mb": spread.read_misses * model.unit * scale / 1e6,
-            "crisp_mb": one_fetch_per_wave(model, tiles, k.resident, total) / 1e6}
+            "crisp_mb": one_fetch_per_wave(model, tiles, resident, total) / 1e6, "grid": fp.grid, "dispatched": tiles}
 
 
 def compare(csv_path: Path, out: Path) -> None:
