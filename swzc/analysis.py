@@ -976,9 +976,9 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             helper_at[name] = min(helper_at.get(name, len(src.data)), _library_at(src, item))
             calls.setdefault(name, set()).update(_calls(function, device))
 
-    in_headers = _header_readers(pre, block_macros)
+    in_headers, header_defined = _header_readers(pre, block_macros)
     # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
-    defined = {function_name(f) for tree_src in (src, *(h.src for h in pre.headers)) for f in _definitions_in(tree_src.tree.root_node)}
+    defined = header_defined | {function_name(f) for f in _definitions_in(src.tree.root_node)}
     elsewhere = {name: line for name, line in _device_declarations(src, pre).items() if name not in defined}
 
     launches = [found for found in _launches(src, scope, kernels) if pre.active(found[1])]
@@ -1216,19 +1216,22 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
     return runs
 
 
-def _header_readers(pre: Preprocessed, block_macros: set[str]) -> dict[str, str]:
+def _header_readers(pre: Preprocessed, block_macros: set[str]) -> tuple[dict[str, str], set[str]]:
     """The functions the headers swzc read define (outside branches the compiler never takes) that read the
     block index: directly, through a macro that does, or through another function those headers define that
-    does.  Name -> where ("h.cuh:12"; through another: "h.cuh:12, through g,")."""
+    does.  Name -> where ("h.cuh:12"; through another: "h.cuh:12, through g,"); and every name they define,
+    in any branch."""
     found: dict[str, list[tuple[str, set[str]]]] = {}  # name -> (where, what it calls) of each definition
     readers: dict[str, str] = {}
+    names: set[str] = set()
     for header in pre.headers:
         short = os.path.basename(header.path)
         for function in _definitions_in(header.src.tree.root_node):
+            name = function_name(function)
+            names.add(name)
             body = function.child_by_field_name("body")
             if body is None or any(a <= function.start_byte and function.end_byte <= b for a, b in header.inactive):
                 continue
-            name = function_name(function)
             where = f"{short}:{_line(function)}"
             body_text = text(body)
             if _BLOCK_INDEX_TEXT.search(body_text) or not block_macros.isdisjoint(_WORDS.findall(body_text)):
@@ -1246,7 +1249,7 @@ def _header_readers(pre: Preprocessed, block_macros: set[str]) -> dict[str, str]
             if name not in readers:
                 readers[name] = f"{where}, through {callee},"
                 todo.append(name)
-    return readers
+    return readers, names
 
 
 def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
