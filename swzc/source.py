@@ -175,6 +175,9 @@ _BLANKED = re.compile(
     rb"|(?<=\))[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*(?:->|mutable|\{))"
     # `typename` before a dependent type called as a function, `typename K::BlockScan(smem).Sum(x)` (CUB's
     # collectives): without it the expression is a call, which is what it does
+    # an explicit instantiation (or its extern declaration) of a class template, `template struct Acc<float>;`,
+    # which the grammar reads as a declaration missing its name; the class's definition is elsewhere
+    rb"|(?:\bextern[ \t]+)?\btemplate[ \t]+(?:class|struct|union)[ \t]+[\w:]+[ \t]*<[^;{}]{1,400};"
     rb"|\btypename(?=[ \t]+(?:(?:template[ \t]+)?[A-Za-z_]\w*[ \t]*(?:<[^<>;{}()\n]*>)?[ \t]*::[ \t]*)+[A-Za-z_]\w*[ \t]*\((?![ \t]*\*))"
 )
 

@@ -151,6 +151,24 @@ def test_moved_counts_insertions_before_a_byte_but_not_at_a_range_end():
     assert moved(edits, 25) == 24 and moved(edits, 30) == 29
 
 
+def test_a_class_template_definition_is_not_read_as_an_instantiation():
+    """Only `template class X<…>;` is read past: a definition, a specialisation and a member template stay."""
+    data = (b"template <class T> class Box { public: T v; };\n"
+            b"template <> class Box<char> { public: int w; };\n"
+            b"template class Box<int>;\n"
+            b"struct S { template <class T> T get() const { return T(); } };\n")
+    src = load_bytes("k.cu", data)
+    assert src.errors == ()
+    kinds = [n.type for n in src.tree.root_node.named_children]
+    assert kinds == ["template_declaration", "template_declaration", "struct_specifier"], kinds
+    assert b"public: int w;" in src.tree.root_node.named_children[1].text
+    assert b"template <class T> T get()" in src.tree.root_node.named_children[2].text
+    # an instantiation with no semicolon of its own (a macro's body) is left as it is, not read on into a kernel
+    data = b"#define INST(T) template struct Acc<T>\n" + KERNEL.encode()
+    src = load_bytes("k.cu", data)
+    assert src.errors == () and src.tree.root_node.text == data
+
+
 def test_blanking_never_reaches_across_a_line_end():
     """A macro whose body ends in `]` or `)` before a __device__ function keeps its body and the function."""
     data = b"#define AT(p, i) (p)[i]\n__device__ int f(int* p) { return AT(p, 0); }\n#define G(x) (x)\n__device__ int g() { return 1; }\n"
@@ -164,6 +182,9 @@ def test_blanking_never_reaches_across_a_line_end():
     "void CUDART_CB done(void* data) {}\n",
     "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
     "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
+    # explicit instantiations of a class template, and their extern declarations
+    "template <typename T> struct Acc { T v; };\ntemplate struct Acc<float>;\nextern template struct Acc<int>;\n",
+    "namespace ns { template <class T, int N> class Buf { T x[N]; }; }\ntemplate class ns::Buf<\n    double, 4>;\n",
 ])
 def test_spellings_nvcc_takes_parse_clean(construct):
     src = load_bytes("k.cu", (construct + KERNEL).encode())
