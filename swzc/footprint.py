@@ -478,6 +478,8 @@ class _Kernel:
         self.reaches: dict[Atom, frozenset[str]] = {}
         self.structs: dict[str, tuple[int, int]] = {}  # struct name -> (size, alignment), C layout
         self.shared_structs: set[str] = set()  # structs whose methods hand out shared memory
+        self.struct_nodes = facts.structs
+        self.array_fields: dict[str, bool] = {}  # field name -> every field of that name is an array
         for node in facts.structs:
             name = text(node.child_by_field_name("name"))
             if name and b"__shared__" in (node.text or b""):
@@ -1115,7 +1117,9 @@ class _Kernel:
         if kind == "field_expression":
             obj = node.child_by_field_name("argument")
             if text(node.child_by_field_name("operator")) == "." and obj is not None and self._is_local(obj, ctx):
-                return None
+                if self._array_field(text(node.child_by_field_name("field"))):
+                    return None  # an array inside a local or shared struct
+                raise _CannotFollow(f"a pointer held in a local struct: {_short(node)}")
             raise _CannotFollow(f"a pointer held in a struct: {_short(node)}")
         if kind == "conditional_expression":
             yes = self.address(node.child_by_field_name("consequence"), ctx, depth)
@@ -1236,6 +1240,28 @@ class _Kernel:
             finally:
                 self.deducing.discard(found[0].start_byte)
             return found[0], "auto-pointer" if pointer else "local", ""
+        return found
+
+    def _array_field(self, field: str) -> bool:
+        """Every field named `field` in the file's structs is an array (its storage is the struct's own, so a
+        local struct's is local memory).  A pointer field, or one not found, may hold a global address."""
+        if field in self.array_fields:
+            return self.array_fields[field]
+        self.array_fields[field] = found = self._every_field_an_array(field)
+        return found
+
+    def _every_field_an_array(self, field: str) -> bool:
+        found = False
+        for struct in self.struct_nodes:
+            for decl in walk(struct.child_by_field_name("body")):
+                if decl.type != "field_declaration":
+                    continue
+                for declarator in decl.children_by_field_name("declarator"):
+                    if declared_name(declarator) != field:
+                        continue
+                    if declarator.type != "array_declarator":
+                        return False
+                    found = True
         return found
 
     def _is_local(self, node: Node, ctx: _Ctx | None) -> bool:

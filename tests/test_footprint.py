@@ -250,6 +250,22 @@ def test_local_and_shared_memory_are_not_global_accesses():
     assert [(a.array, a.write) for a in fp.accesses] == [("C", True)] and fp.unknown == ()
 
 
+def test_a_pointer_in_a_local_struct_is_unknown_and_an_array_in_one_is_local():
+    """`Mat a = A; a.data[i]` may read global memory: never dropped as local.  `acc.v[i]` (an array field) is
+    the struct's own storage, local or shared."""
+    prelude = "struct Mat { int n; const float* data; };\nstruct Acc { float v[4]; int n; };"
+    body = """
+  Mat a = m;
+  Acc acc;
+  __shared__ Acc sh;
+  acc.v[threadIdx.x % 4] = sh.v[threadIdx.x % 4];
+  C[threadIdx.x] = a.data[threadIdx.x] + acc.v[0];"""
+    fp = fp_of(one_kernel(body, params="Mat m, float* C", prelude=prelude))
+    assert [(a.array, a.write) for a in fp.accesses] == [("C", True)]
+    assert [(u.array, u.reads, u.why) for u in fp.unknown] == [
+        ("a.data[threadIdx.x]", True, "a pointer held in a local struct: a.data")], fp.unknown
+
+
 def test_a_device_array_at_file_scope_is_a_stream():
     fp = fp_of(one_kernel("C[threadIdx.x] = table[threadIdx.x * 2];", prelude="__device__ float table[64];"))
     assert only(fp, "table").sectors.tolist() == [0, 1]
