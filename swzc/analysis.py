@@ -1374,6 +1374,21 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
                 refused(names[0].decode("utf-8", "surrogateescape"), use.start(),
                         f"its definition spells __global__ through the macro {use.group(1).decode()}, which swzc cannot "
                         f"parse: {src.error_message(issue)}")
+    # A kernel that parsed clean inside a region tree-sitter gave up on (an ERROR node that wraps whole
+    # definitions: a struct it never saw close) is found by nothing else.
+    starts = [issue.start for issue in src.errors]  # in document order
+    stack = [src.tree.root_node] if src.tree.root_node.has_error else []
+    while stack:
+        node = stack.pop()
+        if not node.is_error:
+            stack.extend(c for c in node.children if c.has_error)
+            continue
+        at = bisect.bisect_left(starts, node.start_byte)
+        first = src.errors[at] if at < len(starts) and starts[at] < node.end_byte else None
+        for match in _KERNEL_HEAD.finditer(src.data, node.start_byte, node.end_byte):
+            refused(match.group(1).decode("utf-8", "surrogateescape"), match.start(),
+                    f"its definition lies in a stretch of the file swzc cannot parse (lines {node.start_point.row + 1}-"
+                    f"{node.end_point.row + 1})" + (f": {src.error_message(first)}" if first is not None else ""))
     return found
 
 

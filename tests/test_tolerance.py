@@ -373,6 +373,26 @@ def test_a_kernel_spelled_through_a_macro_for_global_is_named_and_refused(tmp_pa
     assert result.exit_code == 2 and doc is None
 
 
+def test_a_kernel_that_parsed_clean_inside_a_stretch_tree_sitter_gave_up_on_is_refused(tmp_path):
+    """A struct the grammar never sees close (a constructor spelled through an attribute macro) makes one
+    ERROR node of everything after it; a kernel in there parses clean but is found by nothing that walks
+    the file's definitions.  It is refused with its line, never silently dropped (exit 0, no kernel)."""
+    broken = ("#define HD __host__ __device__\nstruct P {\n  short a;\n  double b;\n  HD constexpr P(short a, double b)\n"
+              "    : a(a), b(b)\n  {}\n};\nvoid host() {\n  {\n  }\n}\n")
+    swallowed = "__global__ void swallowed(unsigned* d) { d[blockIdx.x] = 1; }\nvoid tail() {\n  {\n  }\n}\n"
+    src = load_bytes("k.cu", (broken + swallowed).encode())
+    assert any(n.is_error and b"swallowed" in n.text for n in src.tree.root_node.children)  # the premise
+    result, doc, _ = run(tmp_path, KERNEL + LAUNCH + broken + swallowed)
+    status = statuses(doc)
+    assert status["tile2d"][0] == "rewritten", result.output
+    assert status["swallowed"][0] == "refused" and "lies in a stretch of the file swzc cannot parse (lines 12-" in \
+        status["swallowed"][1], status["swallowed"]
+    (kernel,) = [k for k in doc["kernels"] if k["name"] == "swallowed"]
+    assert kernel["line"] == (KERNEL + LAUNCH + broken).count("\n") + 1
+    result, doc, _ = run(tmp_path, broken + swallowed)
+    assert result.exit_code == 2 and doc is None
+
+
 def test_hip_dynamic_shared_is_read_as_the_declaration_it_expands_to(tmp_path):
     """`HIP_DYNAMIC_SHARED(float, tile);` (hip_runtime.h: `extern __shared__ float tile[];`) takes a type as an
     argument, which the grammar cannot: it is parsed as its expansion, in as many bytes, and the file keeps it."""
