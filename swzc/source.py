@@ -203,7 +203,7 @@ def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
     view = _INCLUDE_TRAILING.sub(lambda m: m.group(1) + m.group(3) + m.group(2), data)
     view = _LAUNCH_CONFIG.sub(lambda m: m.group(0).replace(b"{", b"(").replace(b"}", b")"), view)
     view = _HIP_DYNAMIC_SHARED.sub(_dynamic_shared, view)
-    return blank(_BLANKED.sub(lambda m: b" " * len(m.group(0)), view), blanked)
+    return blank(_BLANKED.sub(lambda m: bytes(c if c in b"\r\n" else 32 for c in m.group(0)), view), blanked)
 
 
 def _dynamic_shared(match: re.Match[bytes]) -> bytes:

@@ -189,6 +189,7 @@ def test_blanking_never_reaches_across_a_line_end():
 def test_spellings_nvcc_takes_parse_clean(construct):
     src = load_bytes("k.cu", (construct + KERNEL).encode())
     assert src.errors == (), construct
+    assert src.tree.root_node.children[-1].start_point.row == construct.count("\n")  # every line where it was
     assert src.data.startswith(construct.encode())  # the file keeps them
 
 
