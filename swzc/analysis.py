@@ -1426,5 +1426,17 @@ def _insertion(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[int |
     line_start = src.data.rfind(b"\n", 0, statement.start_byte) + 1
     prefix = src.data[line_start : statement.start_byte]
     if prefix.strip() == b"":
-        return line_start, prefix.decode("utf-8", "surrogateescape"), False
+        at = line_start
+        while at > 0:  # above the #pragma lines in front of it (`#pragma unroll` belongs to the loop after it)
+            previous = src.data.rfind(b"\n", 0, at - 1) + 1
+            use = _MACRO_LINE.fullmatch(src.data, previous, at)
+            if not _PRAGMA_LINE.match(src.data, previous, at) and not (  # or a statement macro read past (a _Pragma)
+                    use is not None and any(s <= use.start(1) < e for s, e in src.blanked)):
+                break
+            at = previous
+        return at, prefix.decode("utf-8", "surrogateescape"), False
     return statement.start_byte, "", True
+
+
+_PRAGMA_LINE = re.compile(rb"[ \t]*(?:#[ \t]*pragma\b|_Pragma[ \t]*\()")
+_MACRO_LINE = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*(?:\([^\n]*\))?[ \t]*\r?\n")

@@ -654,11 +654,14 @@ def _statements(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int = 4
     memo = {} if memo is None else memo
     if _reads_block(text, bodies, depth, memo):
         return False
-    if not text or text.endswith((";", "}")):
+    if not text or text.endswith((";", "}")) or _PRAGMAS.fullmatch(text):
         return True
     last = _LAST_USE.search(text)
     return depth > 0 and last is not None and last.group(1) in bodies and \
         all(_statements(_joined(b), bodies, depth - 1, memo) for b in bodies[last.group(1)])
+
+
+_PRAGMAS = re.compile(r'(?:\s*(?:_Pragma|__pragma)\s*\(\s*"(?:[^"\\]|\\.)*"\s*\))+\s*')  # _Pragma("unroll 1")
 
 
 def _reads_block(text: str, bodies: Mapping[str, tuple[str, ...]], depth: int, memo: dict | None = None) -> bool:

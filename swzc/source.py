@@ -173,11 +173,15 @@ _BLANKED = re.compile(
     # [=](int i) __host__ __device__ { … }; never across a line end (a macro ending in `]` or `)`)
     rb"|(?<=\])[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*\()"
     rb"|(?<=\))[ \t]*(?:__device__|__host__)(?:[ \t]+(?:__device__|__host__))*(?=[ \t]*(?:->|mutable|\{))"
-    # `typename` before a dependent type called as a function, `typename K::BlockScan(smem).Sum(x)` (CUB's
-    # collectives): without it the expression is a call, which is what it does
+    # a #pragma line (unroll, nounroll, …): the grammar takes none between a loop's head and an unbraced body;
+    # it says nothing about blocks, and an edit never lands between it and its loop (swzc.analysis._insertion)
+    rb"|(?<![^\n])[ \t]*#[ \t]*pragma\b[^\n]*(?:\\\r?\n[^\n]*)*"
+    rb'|(?<![^\n])[ \t]*_Pragma[ \t]*\([ \t]*"(?:[^"\\\n]|\\.)*"[ \t]*\)'  # the operator, _Pragma("unroll 1"), as a line
     # an explicit instantiation (or its extern declaration) of a class template, `template struct Acc<float>;`,
     # which the grammar reads as a declaration missing its name; the class's definition is elsewhere
     rb"|(?:\bextern[ \t]+)?\btemplate[ \t]+(?:class|struct|union)[ \t]+[\w:]+[ \t]*<[^;{}]{1,400};"
+    # `typename` before a dependent type called as a function, `typename K::BlockScan(smem).Sum(x)` (CUB's
+    # collectives): without it the expression is a call, which is what it does
     rb"|\btypename(?=[ \t]+(?:(?:template[ \t]+)?[A-Za-z_]\w*[ \t]*(?:<[^<>;{}()\n]*>)?[ \t]*::[ \t]*)+[A-Za-z_]\w*[ \t]*\((?![ \t]*\*))"
 )
 

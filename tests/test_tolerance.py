@@ -374,6 +374,26 @@ def test_a_kernel_spelled_through_a_macro_for_global_is_named_and_refused(tmp_pa
     assert result.exit_code == 2 and doc is None
 
 
+@pytest.mark.parametrize("pragma", ["#pragma unroll 4", "  #  pragma unroll", "NO_UNROLL", '_Pragma("unroll 1")'])
+def test_a_pragma_between_a_loop_and_its_unbraced_body_parses_and_stays_with_its_loop(tmp_path, pragma):
+    """`for (…)\n#pragma unroll\n  for (…) stmt;` (and a macro that is only `_Pragma(…)`): parsed, and the
+    swizzle's line goes above the pragma, never between it and the loop it belongs to."""
+    macro = '#define NO_UNROLL _Pragma("unroll 1")\n'
+    kernel = KERNEL.replace("  for (int k = 0; k < n; ++k) acc += a[row * n + k] * a[k * n + col];\n",
+                            f"{pragma}\n  for (int k = 0; k < n; ++k)\n{pragma}\n    for (int j = 0; j < 1; ++j)\n"
+                            "      acc += a[row * n + k] * a[k * n + col];\n")
+    kernel = kernel.replace("  int row = blockIdx.y * 16 + threadIdx.y;\n  int col = blockIdx.x * 16 + threadIdx.x;\n", "")
+    kernel = kernel.replace("a[row * n + k] * a[k * n + col]",
+                            "a[(blockIdx.y * 16 + threadIdx.y) * n + k] * a[k * n + blockIdx.x * 16 + threadIdx.x]")
+    kernel = kernel.replace("b[row * n + col] = acc;", "b[(blockIdx.y * 16 + threadIdx.y) * n + blockIdx.x * 16 + threadIdx.x] = acc;")
+    result, doc, out = run(tmp_path, macro + kernel + LAUNCH)
+    assert result.exit_code == 0 and doc["syntax_errors"] == [], result.output
+    assert statuses(doc)["tile2d"][0] == "rewritten"
+    lines = out.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "swzc_block =" in line)
+    assert lines[at + 1].strip() == pragma.strip() and lines[at + 2].lstrip().startswith("for (int k"), lines[at - 1:at + 3]
+
+
 def test_a_kernel_that_parsed_clean_inside_a_stretch_tree_sitter_gave_up_on_is_refused(tmp_path):
     """A struct the grammar never sees close (a constructor spelled through an attribute macro) makes one
     ERROR node of everything after it; a kernel in there parses clean but is found by nothing that walks
