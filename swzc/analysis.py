@@ -1291,31 +1291,34 @@ _WORDS = re.compile(r"[A-Za-z_]\w*")
 
 
 def _device_definitions(text: str) -> list[str]:
-    """The names `text` seems to define as device code (`__device__ … name(`, or through a macro spelled with
-    DEVICE or HOST) with a body that may read the block index: one that does, or one that does not close
-    inside the text (its statements may have parsed apart from its head).  A declaration (`;` before any
-    `{`) defines nothing."""
+    """The names `text` seems to define with a body that may read the block index: one whose body reads it
+    (only device code can: whatever qualifier macro its head is spelled with), or one with a device word in
+    its head (`__device__`, or a macro spelled with DEVICE or HOST) whose body does not close inside the text
+    (its statements may have parsed apart from its head).  A declaration (`;` before any `{`) defines
+    nothing."""
     ends = [m.start() for m in _STATEMENT_END.finditer(text)]
     device = [m.end() for m in _DEVICE_WORD.finditer(text)]
+    closes: dict[int, int] = {}  # index in `ends` of a `{` -> of the `}` that closes it (found once: linear)
+    opened: list[int] = []
+    for i, at in enumerate(ends):
+        if text[at] == "{":
+            opened.append(i)
+        elif text[at] == "}" and opened:
+            closes[opened.pop()] = i
     found = []
-    for match in _CALLED_NAME.finditer(text):  # a device word between the last `;`, `{` or `}` and the name
+    for match in _CALLED_NAME.finditer(text):
         before = bisect.bisect_left(ends, match.start())
-        head = ends[before - 1] + 1 if before else 0
-        at = bisect.bisect_left(device, head)
-        if not (at < len(device) and device[at] <= match.start()):
-            continue
         opening = ends[before] if before < len(ends) else -1  # the first `;`, `{` or `}` after the name
         if opening < 0 or text[opening] != "{":
             continue
-        depth, close = 0, -1
-        for i in range(before, len(ends)):  # the brace that closes the body, over the boundaries only
-            c = text[ends[i]]
-            depth += c == "{"
-            depth -= c == "}"
-            if depth == 0:
-                close = ends[i]
-                break
-        if close < 0 or _BLOCK_INDEX_TEXT.search(text[opening:close]):
+        close = closes.get(before)
+        if close is not None:
+            if _BLOCK_INDEX_TEXT.search(text, opening, ends[close]):
+                found.append(match.group(1))
+            continue
+        head = ends[before - 1] + 1 if before else 0  # a device word between the last `;`, `{` or `}` and the name
+        at = bisect.bisect_left(device, head)
+        if at < len(device) and device[at] <= match.start():
             found.append(match.group(1))
     return found
 

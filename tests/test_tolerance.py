@@ -332,6 +332,22 @@ def test_which_unparsed_device_definitions_may_read_the_block_index():
     assert _device_definitions("__device__ int where(int i) ATTRS(4) {\n  int b = i;")[0] == "where"  # body goes on
     assert _device_definitions("__device__ int where(int i);") == []  # declared, not defined
     assert _device_definitions("__device__ int w(int i) { if (i) { return 1; } return 2; } int z = blockIdx.x;") == []
+    # a body that reads the block index is device code, whatever macro its head is spelled with
+    assert _device_definitions("DEV\n  void run(float* c) const { c[blockIdx.x] += 1.f; }") == ["run"]
+    assert _device_definitions("QUAL int w(int i) { if (i) { return 1; } return blockIdx.y; }") == ["w"]
+    assert _device_definitions("QUAL int w(int i) {\n  int b = i;") == []  # an unclosed body needs a device word
+
+
+def test_a_member_helper_spelled_with_any_device_macro_that_did_not_parse_refuses_its_callers(tmp_path):
+    """`#define DEV __forceinline__ __device__` on a member function after another member: the grammar fails on
+    the helper, whose block-index read would stay in the hardware's order under any swizzle."""
+    helper = ("#define DEV __forceinline__ __device__\nstruct Op {\n  static int twice(int x) { return 2 * x; }\n  DEV\n"
+              "  void run(float* c, int n) const { c[blockIdx.y * 16 * n + blockIdx.x * 16] += 1.f; }\n};\n")
+    kernel = KERNEL.replace("  b[row * n + col] = acc;\n", "  b[row * n + col] = acc;\n  Op{}.run(b, n);\n")
+    assert load_bytes("k.cu", helper.encode()).errors  # the premise
+    result, doc, _ = run(tmp_path, helper + kernel + LAUNCH + OTHER)
+    assert statuses(doc)["other"][0] == "rewritten", result.output
+    assert statuses(doc)["tile2d"][0] == "refused" and "calls run" in statuses(doc)["tile2d"][1], statuses(doc)["tile2d"]
 
 
 def test_a_statement_macro_that_reads_the_block_index_through_another_is_not_read_past(tmp_path):
