@@ -1078,7 +1078,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                        tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop)
         )
     global_macros = {name for name, bodies in pre.bodies.items() if any(re.search(r"\b__global__\b", b) for b in bodies)}
-    records += _kernels_in_errors(src, {r.name for r in records}, global_macros)
+    records += _kernels_in_errors(src, {r.name for r in records}, global_macros, pre.inactive)
     helper_records = {
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
@@ -1344,27 +1344,26 @@ def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]], broken: _B
     return []
 
 
-_KERNEL_HEAD = re.compile(rb"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(\w+)\s*\(")
 
 
-def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str] = frozenset()) -> list[KernelInfo]:
+def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str] = frozenset(),
+                       inactive: tuple[tuple[int, int], ...] = ()) -> list[KernelInfo]:
     """Kernels whose definition tree-sitter could not parse at all: refused, so the user hears of them.  A
     kernel spelled through a macro for `__global__` (`#define KERNEL __global__`, `KERNEL void k(…)`) is one:
     the grammar fails on its head, on the line of the macro's use."""
     found = []
 
     def refused(name: str, at: int, why: str) -> None:
-        if name in known:
+        if not name or name in known:
             return
         known.add(name)
-        line = src.data.count(b"\n", 0, at) + 1
+        line = src.line_col(at)[0]
         found.append(KernelInfo(name, line, (), (), (), 0, None, (Hazard(line, why, "syntax-error"),), (), None, "", False, 0, "cuda"))
 
     spelled = re.compile(rb"\b(" + b"|".join(re.escape(m.encode()) for m in sorted(global_macros)) + rb")\b") if global_macros else None
     for issue in src.errors:
-        for match in _KERNEL_HEAD.finditer(src.data, issue.start, issue.end):
-            refused(match.group(1).decode("utf-8", "surrogateescape"), match.start(),
-                    f"its definition cannot be parsed: {src.error_message(issue)}")
+        for match in _GLOBAL_WORD.finditer(src.data, issue.start, issue.end):
+            refused(_head_name(src.data, match.start()), match.start(), f"its definition cannot be parsed: {src.error_message(issue)}")
         if spelled is None:
             continue
         start = src.data.rfind(b"\n", 0, issue.start) + 1
@@ -1388,15 +1387,71 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
             continue
         at = bisect.bisect_left(starts, node.start_byte)
         first = src.errors[at] if at < len(starts) and starts[at] < node.end_byte else None
-        for match in _KERNEL_HEAD.finditer(src.data, node.start_byte, node.end_byte):
-            refused(match.group(1).decode("utf-8", "surrogateescape"), match.start(),
+        for match in _GLOBAL_WORD.finditer(src.data, node.start_byte, node.end_byte):
+            refused(_head_name(src.data, match.start()), match.start(),
                     f"its definition lies in a stretch of the file swzc cannot parse (lines {node.start_point.row + 1}-"
                     f"{node.end_point.row + 1})" + (f": {src.error_message(first)}" if first is not None else ""))
+    # The net under all of the above: every `__global__` in the file heads a kernel found, or a declaration,
+    # or is refused here by the name it heads (`__global__ LB(128) void k(…)`, `__maxnreg__(64)`, a kernel
+    # nested in a definition that did not parse): none is left out of the report.
+    for use in _GLOBAL_WORD.finditer(src.data):
+        name, why = _unfound_kernel(src, use.start(), known, starts, inactive)
+        if name:
+            refused(name, use.start(), why)
     return found
 
 
+_GLOBAL_WORD = re.compile(rb"\b__global__\b")
+_NOT_HEADS = {"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string", "preproc_def",
+              "preproc_function_def", "preproc_arg"}
+
+
+def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int],
+                    inactive: tuple[tuple[int, int], ...]) -> tuple[str, str]:
+    """(name, why) of the kernel the `__global__` at `at` heads, where nothing found it; ("", "") where it is a
+    comment's, a string's or a macro's, a clean declaration's (a prototype), a kernel's that was found, or
+    in a part the build never reads (parsed as spaces)."""
+    if any(a <= at < b for a, b in (*src.blanked, *inactive)):  # a branch the build never takes
+        return "", ""
+    node: Node | None = src.tree.root_node.descendant_for_byte_range(at, at + len("__global__"))
+    while node is not None:
+        if node.type in _NOT_HEADS or node.type == "declaration" and not node.has_error:
+            return "", ""
+        node = node.parent
+    name = _head_name(src.data, at)
+    if not name or name in known:
+        return "", ""
+    after = bisect.bisect_left(starts, at)  # the first error at or after its head, else the last before it
+    issue = src.errors[min(after, len(starts) - 1)] if starts else None
+    return name, ("its definition is not one swzc could parse as a kernel" +
+                       (f": {src.error_message(issue)}" if issue is not None else ""))
+
+
+def _head_name(data: bytes, at: int) -> str:
+    """The name a `__global__` at `at` declares: the last name before a parenthesis outside parentheses, up to
+    the first `{` or `;` (`__global__ LB(128) void k(…)` is k; attributes such as __launch_bounds__ are not
+    names); "" where there is none."""
+    head_end = len(data)
+    for stop in (b"{", b";"):
+        i = data.find(stop, at, at + 4096)
+        head_end = min(head_end, i) if i >= 0 else head_end
+    name, depth = "", 0
+    for token in _HEAD_TOKEN.finditer(data, at + len("__global__"), min(head_end, at + 4096)):
+        if token.group() == b"(":
+            depth += 1
+        elif token.group() == b")":
+            depth -= 1
+        elif depth == 0 and token.group(1) is not None and token.group(1) not in _NOT_NAMES:
+            name = token.group(1).decode("utf-8", "surrogateescape")
+    return name
+
+
+_HEAD_TOKEN = re.compile(rb"([A-Za-z_]\w*)\s*(?=\()|[()]")
+
+
 _CALLED_HEAD = re.compile(rb"([A-Za-z_]\w*)\s*\(")
-_NOT_NAMES = {b"__launch_bounds__", b"__attribute__", b"__align__", b"alignas", b"__declspec", b"__cluster_dims__"}
+_NOT_NAMES = {b"__launch_bounds__", b"__attribute__", b"__align__", b"alignas", b"__declspec", b"__cluster_dims__",
+              b"__maxnreg__"}
 
 
 def _calls(function: Node, device: Mapping[str, object]) -> set[str]:

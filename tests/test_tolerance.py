@@ -430,6 +430,37 @@ def test_a_kernel_that_parsed_clean_inside_a_stretch_tree_sitter_gave_up_on_is_r
     assert result.exit_code == 2 and doc is None
 
 
+def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
+    """Heads the grammar cannot take (a launch-bounds macro, `__maxnreg__`), and a kernel nested in a definition
+    that did not parse (a namespace opened by a macro), are refused by name; a `__global__` in a comment, a
+    string, a prototype or an explicit instantiation is not a kernel."""
+    heads = ("#define LB(n) __launch_bounds__(n)\n"
+             "__global__ LB(128) void bounded(float* o) { o[blockIdx.x] = 1.f; }\n"
+             "__global__ __maxnreg__(64) void capped(float* o) { o[blockIdx.x] = 2.f; }\n"
+             "#define NS_BEGIN namespace outer {\n#define NS_END }\nNS_BEGIN\nnamespace a::b {\n"
+             "__global__ void nested(float* o) { o[blockIdx.x] = 3.f; }\n}\nNS_END\n")
+    not_kernels = ("// a __global__ void commented(float*) in a comment\n"
+                   "static const char* text = \"__global__ void quoted(\";\n"
+                   "__global__ void elsewhere(const float* a, float* b, int n);\n"
+                   "template <typename T> __global__ void tk(T* o) { o[blockIdx.x] = 3; }\n"
+                   "template __global__ void tk<float>(float*);\n")
+    result, doc, _ = run(tmp_path, not_kernels + KERNEL + LAUNCH + heads)
+    status = statuses(doc)
+    assert status["tile2d"][0] == "rewritten", result.output
+    assert sorted(status) == ["bounded", "capped", "nested", "tile2d", "tk"], status
+    for name in ("bounded", "capped", "nested"):
+        assert status[name][0] == "refused" and ("not one swzc could parse as a kernel" in status[name][1]
+                                                 or "its definition cannot be parsed" in status[name][1]), status[name]
+    lines = {k["name"]: k["line"] for k in doc["kernels"]}
+    text = not_kernels + KERNEL + LAUNCH + heads
+    assert lines["bounded"] == text.splitlines().index("__global__ LB(128) void bounded(float* o) { o[blockIdx.x] = 1.f; }") + 1
+    result, doc, _ = run(tmp_path, heads)
+    assert result.exit_code == 2 and doc is None  # kernels, and none that parsed: bad input, not "nothing to do"
+    from swzc.analysis import _head_name
+    assert _head_name(b"__global__ void k(int a) __attribute__((used)) {", 0) == "k"
+    assert _head_name(b"__global__ void __launch_bounds__(256, 2) k(int a);", 0) == "k"
+
+
 def test_hip_dynamic_shared_is_read_as_the_declaration_it_expands_to(tmp_path):
     """`HIP_DYNAMIC_SHARED(float, tile);` (hip_runtime.h: `extern __shared__ float tile[];`) takes a type as an
     argument, which the grammar cannot: it is parsed as its expansion, in as many bytes, and the file keeps it."""
