@@ -638,6 +638,7 @@ def _swizzled_by(body: Node) -> str:
 def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], volatile: set[str]) -> list[Hazard]:
     found: list[Hazard] = []
     where = "" if name == "" else f" (in {name})"
+    shared = _shared_names(body)
     for node in walk(body):
         kind = node.type
         if kind in _LOOPS:
@@ -650,7 +651,8 @@ def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], vol
             parent = node.parent
             while parent is not None and parent.type in ("parenthesized_expression",):
                 parent = parent.parent
-            if _TICKET_CALLS.match(callee) and parent is not None and parent.type not in ("expression_statement", "cast_expression"):
+            if _TICKET_CALLS.match(callee) and parent is not None and parent.type not in ("expression_statement", "cast_expression") \
+                    and not _on_shared(node, shared):  # a counter in shared memory is the block's own
                 found.append(Hazard(_line(node), f"atomic ticket: the value {callee} returns orders blocks (line {_line(node)}){where}", "ticket"))
         elif kind in ("identifier", "field_identifier", "type_identifier", "namespace_identifier"):
             word = text(node)
@@ -665,6 +667,41 @@ def _hazards(src: SourceFile, name: str, body: Node, block_macros: set[str], vol
         elif kind == "gnu_asm_expression" and _ASM_BLOCK_INDEX.search(text(node)):
             found.append(Hazard(_line(node), f"inline assembly reads the block index (line {_line(node)}){where}", "asm-block-index"))
     return found
+
+
+def _shared_names(body: Node) -> set[str]:
+    """The variables and arrays a function body declares `__shared__`; not a pointer (`__shared__ int* p` may
+    hold a global address)."""
+    names = set()
+    for node in walk(body):
+        if node.type == "declaration" and any(c.type in ("type_qualifier", "storage_class_specifier", "attribute_specifier")
+                                              and text(c) == "__shared__" for c in node.children):
+            for declarator in node.children_by_field_name("declarator"):
+                inner = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+                if inner is not None and inner.type in ("identifier", "array_declarator"):
+                    names.add(declared_name(inner))
+    return names
+
+
+def _on_shared(call: Node, shared: set[str]) -> bool:
+    """An atomic whose first argument is a `__shared__` variable's address (`&count`, `&hist[i]`, `hist + i`)."""
+    args = call.child_by_field_name("arguments")
+    first = args.named_children[0] if args is not None and args.named_children else None
+    while first is not None:
+        if first.type == "identifier":
+            return text(first) in shared
+        if first.type == "pointer_expression" and text(first.child_by_field_name("operator")) == "&":
+            first = first.child_by_field_name("argument")
+        elif first.type in ("subscript_expression", "field_expression") and not (
+                first.type == "field_expression" and text(first.child_by_field_name("operator")) == "->"):
+            first = first.child_by_field_name("argument")
+        elif first.type == "parenthesized_expression" and first.named_child_count == 1:
+            first = first.named_children[0]
+        elif first.type == "binary_expression" and text(first.child_by_field_name("operator")) == "+":
+            first = first.child_by_field_name("left")
+        else:
+            return False
+    return False
 
 
 def _spins(cond: Node, loop: Node, volatile: set[str]) -> bool:

@@ -196,6 +196,20 @@ def test_a_ticket_is_an_atomic_whose_value_is_used(statement, ticket):
         assert found[0].reason.startswith("atomic ticket: the value atomic") and found[0].reason.endswith("returns orders blocks (line 3)")
 
 
+@pytest.mark.parametrize("statement, ticket", [
+    ("  __shared__ unsigned count;\n  unsigned t = atomicAdd(&count, 1u); c[t] = v;\n", False),  # the block's own
+    ("  __shared__ unsigned hist[8];\n  c[atomicAdd(&hist[threadIdx.x % 8], 1u)] = v;\n", False),
+    ("  __shared__ unsigned hist[8];\n  c[atomicAdd(hist + 1, 1u)] = v;\n", False),
+    ("  __shared__ unsigned hist[8];\n  c[atomicInc((hist), 9u)] = v;\n", False),
+    ("  __shared__ unsigned* shared_ptr;\n  shared_ptr = counter;\n  c[atomicAdd(shared_ptr, 1u)] = v;\n", True),  # global
+    ("  __shared__ unsigned* shared_ptr;\n  c[atomicAdd(&shared_ptr[0], 1u)] = v;\n", True),
+    ("  unsigned count = 0;\n  c[atomicAdd(&count, 1u) + atomicAdd(counter, 1u)] = v;\n", True),
+])
+def test_an_atomic_on_shared_memory_orders_no_blocks(statement, ticket):
+    found = hazards(kernel(statement, "__device__ unsigned* counter;\n"))
+    assert [h.rule for h in found] == (["ticket"] if ticket else []), found
+
+
 # ---- the block index read where the rewrite cannot see it ------------------------------------------------
 
 @pytest.mark.parametrize("read, rule", [
