@@ -746,14 +746,20 @@ def _block_macros(bodies: Mapping[str, tuple[str, ...]]) -> set[str]:
     return found
 
 
-def _volatile_names(root: Node) -> set[str]:
+def _volatile_names(root: Node, functions_too: bool = False) -> set[str]:
+    """The names declared volatile under `root`: variables and struct fields, and with `functions_too` the
+    parameters and locals of the functions in it (one function's `volatile int i` is not another's `i`)."""
     names = set()
-    for node in walk(root):
+    todo = [root]
+    while todo:
+        node = todo.pop()
         if node.type in ("declaration", "parameter_declaration", "field_declaration") and any(
             c.type == "type_qualifier" and text(c) == "volatile" for c in node.children
         ):
             for decl in node.children_by_field_name("declarator"):
                 names.add(declared_name(decl))
+        if functions_too or node.type not in ("function_definition", "lambda_expression"):
+            todo.extend(node.children)
     return names
 
 
@@ -1033,10 +1039,10 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         helpers = tuple(sorted(h for h in reached if helper_uses.get(h)))
         for h in helpers:
             callers.setdefault(h, []).append(name)
-        hazards = _hazards(src, "", body, block_macros, volatile)
+        hazards = _hazards(src, "", body, block_macros, volatile | _volatile_names(function, True))
         for h in sorted(reached):
             for hfunc, _ in device[h]:
-                hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile)
+                hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile | _volatile_names(hfunc, True))
         spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
                  *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
         unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()

@@ -92,6 +92,17 @@ def test_volatile_names_come_from_declarations_parameters_and_fields():
     assert hazards(code, "other") == []
 
 
+def test_one_functions_volatile_parameter_is_not_another_functions_loop_counter():
+    code = ("__device__ void touch(float* c, volatile int i) { c[i] += 1.f; }\n"
+            "__global__ void k(float* c, float v, int n) {\n  for (int i = 0; i < n; ++i) touch(c, i);\n" + TILE + "}\n"
+            "__global__ void spin(float* c, float v, volatile int* i) {\n  int n = 0;\n  while (*i == 0) { n++; }\n" + TILE + "}\n"
+            "__device__ int wait_on(volatile int* i) { int n = 0; while (*i == 0) { n++; } return n; }\n"
+            "__global__ void via(float* c, float v, int* f) {\n  wait_on(f);\n" + TILE + "}\n")
+    assert hazards(code) == []
+    assert [h.rule for h in hazards(code, "spin")] == ["wait"]  # its own volatile parameter
+    assert [h.rule for h in hazards(code, "via")] == ["wait"]  # its helper's
+
+
 # ---- launches -----------------------------------------------------------------------------------------
 
 COOPERATIVE = """\
