@@ -61,6 +61,16 @@ def _fail(message: str, code: ExitCode) -> None:
     sys.exit(int(code))
 
 
+def _json_error(exc: SwzcError) -> None:
+    """With --json, the error as one JSON document on stdout too (a tool reading stdout gets the file's syntax
+    errors, not nothing)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not ctx.params.get("as_json"):
+        return
+    file = ctx.params.get("file")
+    click.echo(json.dumps({"file": file, "exit_code": int(exc.code), "error": exc.message, **exc.details}, indent=2))
+
+
 def _interrupted() -> NoReturn:
     sys.exit(report_interrupt())
 
@@ -77,6 +87,7 @@ def guarded(func: F) -> F:
         except SwzcError as exc:
             if interrupt_received():  # e.g. a compiler killed by the interrupt, reported as a failed check
                 _interrupted()
+            _json_error(exc)
             _fail(exc.message, exc.code)
         except Exception as exc:  # noqa: BLE001 - the boundary: report, never a traceback
             if interrupt_received():  # e.g. tree-sitter's QueryError when Ctrl-C lands in query compilation

@@ -16,7 +16,8 @@ class ExitCode(IntEnum):
 class SwzcError(Exception):
     """An error that reaches the user as a message and an exit code, never as a traceback."""
 
-    def __init__(self, message: str, code: ExitCode = ExitCode.BAD_INPUT) -> None:
+    def __init__(self, message: str, code: ExitCode = ExitCode.BAD_INPUT, details: dict | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.details = details or {}  # more for --json: e.g. every syntax error of a file that could not be read

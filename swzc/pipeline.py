@@ -198,7 +198,10 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
         # kernel at all, a `__global__` in its unparsed parts included, has nothing to rewrite: its errors are
         # listed and it is not bad input.  A file-scope macro that expands to definitions is one such.)
         more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
-        raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT)
+        raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT, {
+            "kernels": [{"name": k.name, "line": k.line, "status": "refused", "reason": k.hazards[0].reason}
+                        for k in analysis.kernels],
+            "syntax_errors": [{"line": e.line, "col": e.col, "message": e.what} for e in src.errors]})
     return src, analysis
 
 

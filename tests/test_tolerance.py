@@ -387,7 +387,7 @@ def test_a_kernel_spelled_through_a_macro_for_global_is_named_and_refused(tmp_pa
     assert status["spelled"][0] == "refused" and "through the macro GLOBAL" in status["spelled"][1]
     assert status["split"][0] == "refused" and status["bounded"][0] == "refused"
     result, doc, _ = run(tmp_path, macro + spelled)
-    assert result.exit_code == 2 and doc is None
+    assert result.exit_code == 2 and doc["exit_code"] == 2 and doc["syntax_errors"]
 
 
 @pytest.mark.parametrize("pragma", ["#pragma unroll 4", "  #  pragma unroll", "NO_UNROLL", '_Pragma("unroll 1")'])
@@ -427,7 +427,7 @@ def test_a_kernel_that_parsed_clean_inside_a_stretch_tree_sitter_gave_up_on_is_r
     (kernel,) = [k for k in doc["kernels"] if k["name"] == "swallowed"]
     assert kernel["line"] == (KERNEL + LAUNCH + broken).count("\n") + 1
     result, doc, _ = run(tmp_path, broken + swallowed)
-    assert result.exit_code == 2 and doc is None
+    assert result.exit_code == 2 and doc["exit_code"] == 2 and doc["syntax_errors"]
 
 
 def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
@@ -454,8 +454,13 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
     lines = {k["name"]: k["line"] for k in doc["kernels"]}
     text = not_kernels + KERNEL + LAUNCH + heads
     assert lines["bounded"] == text.splitlines().index("__global__ LB(128) void bounded(float* o) { o[blockIdx.x] = 1.f; }") + 1
+    (tmp_path / "out.cu").unlink()
     result, doc, _ = run(tmp_path, heads)
-    assert result.exit_code == 2 and doc is None  # kernels, and none that parsed: bad input, not "nothing to do"
+    assert result.exit_code == 2 and doc["exit_code"] == 2 and doc["syntax_errors"]  # kernels, and none that parsed: bad input, not "nothing to do"
+    # --json prints the error as a document too: every syntax error, and each kernel with why it was refused
+    assert sorted(k["name"] for k in doc["kernels"]) == ["bounded", "capped", "nested"]
+    assert doc["error"].startswith(str(tmp_path / "k.cu")) and len(doc["syntax_errors"]) >= 3
+    assert not (tmp_path / "out.cu").exists()
     from swzc.analysis import _head_name
     assert _head_name(b"__global__ void k(int a) __attribute__((used)) {", 0) == "k"
     assert _head_name(b"__global__ void __launch_bounds__(256, 2) k(int a);", 0) == "k"
