@@ -1117,8 +1117,9 @@ class _Kernel:
         if kind == "field_expression":
             obj = node.child_by_field_name("argument")
             if text(node.child_by_field_name("operator")) == "." and obj is not None and self._is_local(obj, ctx):
-                if self._array_field(text(node.child_by_field_name("field"))):
-                    return None  # an array inside a local or shared struct
+                field = text(node.child_by_field_name("field"))
+                if self._array_field(field) or field == "x" and "fragment" in self._declared_type(obj, ctx):
+                    return None  # an array inside a local or shared struct (a WMMA fragment's elements: x[])
                 raise _CannotFollow(f"a pointer held in a local struct: {_short(node)}")
             raise _CannotFollow(f"a pointer held in a struct: {_short(node)}")
         if kind == "conditional_expression":
@@ -1241,6 +1242,15 @@ class _Kernel:
                 self.deducing.discard(found[0].start_byte)
             return found[0], "auto-pointer" if pointer else "local", ""
         return found
+
+    def _declared_type(self, obj: Node, ctx: _Ctx | None) -> str:
+        """The type a local's declaration spells (`wmma::fragment<…>` of `acc.x`), or ""."""
+        while obj.type in ("field_expression", "subscript_expression") and obj.child_by_field_name("argument") is not None:
+            obj = obj.child_by_field_name("argument")
+        if obj.type != "identifier" or ctx is not None and text(obj) in ctx.env:
+            return ""
+        kind = self._kind(text(obj), _where(obj, ctx))
+        return kind[2] if kind is not None else ""
 
     def _array_field(self, field: str) -> bool:
         """Every field named `field` in the file's structs is an array (its storage is the struct's own, so a

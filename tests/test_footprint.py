@@ -264,6 +264,15 @@ def test_a_pointer_in_a_local_struct_is_unknown_and_an_array_in_one_is_local():
     assert [(a.array, a.write) for a in fp.accesses] == [("C", True)]
     assert [(u.array, u.reads, u.why) for u in fp.unknown] == [
         ("a.data[threadIdx.x]", True, "a pointer held in a local struct: a.data")], fp.unknown
+    # a type from a header swzc does not read: its fields are unknown, but for a WMMA fragment's elements
+    body = """
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
+  Opaque o;
+  for (int i = 0; i < acc.num_elements; i++) acc.x[i] = 0.f;
+  C[threadIdx.x] = acc.x[0] + o.x[threadIdx.x];"""
+    fp = fp_of(one_kernel(body, params="const float* A, float* C"))
+    assert [(a.array, a.write) for a in fp.accesses] == [("C", True)]
+    assert [u.array for u in fp.unknown] == ["o.x[threadIdx.x]"], fp.unknown
 
 
 def test_a_device_array_at_file_scope_is_a_stream():
