@@ -131,7 +131,8 @@ HAZARD_RULES = {
     "tile-loop": "a tile loop the swizzle could not reorder safely",
     "side-effect": "an expression the splice would copy has a side effect",
     "external-helper": "a rewritten helper other files could call",
-    "header-helper": "calls a function a header defines that reads the block index, or one defined in no file swzc reads",
+    "header-helper": "calls a function a header defines, or a member function or operator(), that reads the block index, "
+                     "or one defined in no file swzc reads",
     "syntax-error": "a part of the file tree-sitter cannot parse",
 }
 READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "header-helper",
@@ -1020,6 +1021,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             calls.setdefault(name, set()).update(_calls(function, device))
 
     in_headers, header_defined = _header_readers(pre, block_macros)
+    reading = {h for h in _reach(set(device), calls) if any(helper_uses.get(r) for r in _reach({h}, calls))}
+    in_members = _member_readers(src, pre, block_macros, {f.start_byte for f, _ in functions(src.tree.root_node)}, reading)
     # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
     defined = header_defined | {function_name(f) for f in _definitions_in(src.tree.root_node)}
     elsewhere = {name: line for name, line in _device_declarations(src, pre).items() if name not in defined}
@@ -1057,6 +1060,21 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 why = (f"calls {callee} (line {line}), a device function declared at {elsewhere[callee]} and defined in no "
                        "file swzc reads (another file's, under -rdc): it may read the block index")
             hazards.append(Hazard(line, why, "header-helper"))
+        functor = next((where for where in (in_members.get("operator()"), in_headers.get("operator()")) if where), None)
+        if functor is not None:  # an object called as a function, where some operator() reads the block index
+            objects = _variable_names(function) | {v for h in reached for f, _ in device[h] for v in _variable_names(f)}
+            for callee in sorted(unseen & objects):
+                line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
+                           for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+                hazards.append(Hazard(line, f"calls the object {callee} (line {line}), and an operator() ({functor}) reads "
+                                      "the block index: swzc does not rewrite it, so it would go on reading the block the "
+                                      "hardware ran", "header-helper"))
+        for callee in sorted(unseen & in_members.keys()):
+            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
+                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            hazards.append(Hazard(line, f"calls {callee} (line {line}), a member function ({in_members[callee]}) that reads "
+                                  "the block index: swzc does not rewrite member functions, so it would go on reading "
+                                  "the block the hardware ran", "header-helper"))
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
             via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
             for hfunc, _ in device[h] if via is not None else ():
@@ -1280,6 +1298,12 @@ def _header_readers(pre: Preprocessed, block_macros: set[str]) -> tuple[dict[str
             if _BLOCK_INDEX_TEXT.search(body_text) or not block_macros.isdisjoint(_WORDS.findall(body_text)):
                 readers.setdefault(name, where)
             found.setdefault(name, []).append((where, _callees(function)))
+    return _through_calls(found, readers), names
+
+
+def _through_calls(found: dict[str, list[tuple[str, set[str]]]], readers: dict[str, str]) -> dict[str, str]:
+    """`readers` and every function of `found` (name -> (where, what it calls) of each definition) that calls
+    one, as name -> where ("h.cuh:12, through g,")."""
     callers: dict[str, list[tuple[str, str]]] = {}  # callee -> (caller, where the caller is)
     for name, definitions in found.items():
         for where, callees in definitions:
@@ -1292,7 +1316,35 @@ def _header_readers(pre: Preprocessed, block_macros: set[str]) -> tuple[dict[str
             if name not in readers:
                 readers[name] = f"{where}, through {callee},"
                 todo.append(name)
-    return readers, names
+    return readers
+
+
+def _variable_names(function: Node) -> set[str]:
+    """The names a function declares: its parameters and its locals."""
+    names = set()
+    for node in walk(function):
+        if node.type in ("parameter_declaration", "optional_parameter_declaration", "declaration"):
+            names.update(declared_name(d) for d in node.children_by_field_name("declarator"))
+    return names - {""}
+
+
+def _member_readers(src: SourceFile, pre: Preprocessed, block_macros: set[str], top: set[int],
+                    reading_helpers: set[str]) -> dict[str, str]:
+    """The file's functions that are not at file scope or in a namespace (member functions, defined in a class
+    or struct body; `top` holds where the others start), that read the block index: directly, through a
+    macro, or by calling a helper that does (`reading_helpers`) or another such member.  Name -> "line 12"."""
+    found: dict[str, list[tuple[str, set[str]]]] = {}
+    readers: dict[str, str] = {}
+    for function in _definitions_in(src.tree.root_node):
+        body = function.child_by_field_name("body")
+        if function.start_byte in top or body is None or not pre.active(function):
+            continue
+        name, where, body_text, callees = function_name(function), f"line {_line(function)}", text(body), _callees(function)
+        if _BLOCK_INDEX_TEXT.search(body_text) or not block_macros.isdisjoint(_WORDS.findall(body_text)) \
+                or not reading_helpers.isdisjoint(callees):
+            readers.setdefault(name, where)
+        found.setdefault(name, []).append((where, callees))
+    return _through_calls(found, readers)
 
 
 def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:

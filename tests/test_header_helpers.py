@@ -119,3 +119,45 @@ def test_only_device_declarations_stand_for_another_file_s_code(tmp_path):
     # a host function declared and never defined is not device code a kernel runs
     result, status = run(tmp_path, "int shift(int c);\n")
     assert status["tile2d"][0] == "rewritten", result.output
+
+
+# ---- member functions and function objects in the file itself ------------------------------------------------
+
+MEMBER = """\
+struct Op {
+  int x;
+  __device__ int lane(int c) const { return c + 0; }
+  __device__ int shift(int c) const { return blockIdx.x & 1; }
+};
+"""
+
+
+def test_a_member_function_that_reads_the_block_index_refuses_the_kernels_that_call_it(tmp_path):
+    """The analysis rewrites kernels and file-scope helpers, not member functions: a kernel calling one that
+    reads the block index is refused (it was rewritten, and the member kept the hardware's block)."""
+    kernel = MEMBER + KERNEL.replace('#include "helpers.cuh"\n', "").replace("shift(threadIdx.x)", "Op{}.shift(threadIdx.x)")
+    result, status = run(tmp_path, "", kernel)
+    assert status["tile2d"][0] == "refused", result.output
+    assert "calls shift (line 8), a member function (line 4) that reads the block index" in status["tile2d"][1]
+    assert status["other"][0] == "rewritten"
+    # one that does not read it is no reason; one that calls a helper that does is
+    result, status = run(tmp_path, "", kernel.replace("Op{}.shift(", "Op{}.lane("))
+    assert status["tile2d"][0] == "rewritten", result.output
+    helper = "__device__ int flip(int c) { return c ^ (blockIdx.y & 1); }\n"
+    result, status = run(tmp_path, "", helper + kernel.replace("return c + 0;", "return flip(c);").replace("Op{}.shift(", "Op{}.lane("))
+    assert status["tile2d"][0] == "refused" and "calls lane" in status["tile2d"][1], result.output
+    result, status = run(tmp_path, "", kernel.replace("return c + 0;", "return shift(c);").replace("Op{}.shift(", "Op{}.lane("))
+    assert status["tile2d"][0] == "refused" and "(line 3, through shift,)" in status["tile2d"][1], result.output
+
+
+def test_an_object_called_as_a_function_where_an_operator_call_reads_the_block_index_is_refused(tmp_path):
+    functor = "struct Pick {\n  __device__ int operator()(int c) const { return blockIdx.y + c; }\n};\n"
+    kernel = (functor + KERNEL.replace('#include "helpers.cuh"\n', "").replace(
+        "__global__ void tile2d(const float* a, float* b, int n) {", "template <class F>\n__global__ void tile2d(const float* a, float* b, int n, F pick) {")
+        .replace("shift(threadIdx.x)", "pick(threadIdx.x)").replace("(a, b, 4096);\n  other", "(a, b, 4096, Pick{});\n  other"))
+    result, status = run(tmp_path, "", kernel)
+    assert status["tile2d"][0] == "refused", result.output
+    assert "calls the object pick" in status["tile2d"][1] and "operator() (line 2)" in status["tile2d"][1]
+    assert status["other"][0] == "rewritten"
+    result, status = run(tmp_path, "", kernel.replace("return blockIdx.y + c;", "return c;"))
+    assert status["tile2d"][0] == "rewritten", result.output
