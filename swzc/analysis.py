@@ -1023,6 +1023,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
     in_headers, header_defined = _header_readers(pre, block_macros)
     reading = {h for h in _reach(set(device), calls) if any(helper_uses.get(r) for r in _reach({h}, calls))}
     in_members = _member_readers(src, pre, block_macros, {f.start_byte for f, _ in functions(src.tree.root_node)}, reading)
+    escaping = _taken_as_value(src.tree.root_node, reading | in_members.keys())
+    variables = _variable_names(src.tree.root_node) if escaping else set()
     # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
     defined = header_defined | {function_name(f) for f in _definitions_in(src.tree.root_node)}
     elsewhere = {name: line for name, line in _device_declarations(src, pre).items() if name not in defined}
@@ -1060,6 +1062,14 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 why = (f"calls {callee} (line {line}), a device function declared at {elsewhere[callee]} and defined in no "
                        "file swzc reads (another file's, under -rdc): it may read the block index")
             hazards.append(Hazard(line, why, "header-helper"))
+        through_pointer = sorted(unseen & variables) if escaping else []
+        if through_pointer:  # a call through a variable, where a helper that reads the block index has its address taken
+            callee = through_pointer[0]
+            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
+                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            hazards.append(Hazard(line, f"calls through {callee} (line {line}), and {escaping[0]}, which reads the block "
+                                  f"index, is taken as a value (line {escaping[1]}): it may be what {callee} calls, and it "
+                                  "would go on reading the block the hardware ran", "header-helper"))
         functor = next((where for where in (in_members.get("operator()"), in_headers.get("operator()")) if where), None)
         if functor is not None:  # an object called as a function, where some operator() reads the block index
             objects = _variable_names(function) | {v for h in reached for f, _ in device[h] for v in _variable_names(f)}
@@ -1317,6 +1327,22 @@ def _through_calls(found: dict[str, list[tuple[str, set[str]]]], readers: dict[s
                 readers[name] = f"{where}, through {callee},"
                 todo.append(name)
     return readers
+
+
+def _taken_as_value(root: Node, names: set[str]) -> tuple[str, int] | None:
+    """The first of `names` (functions that read the block index) the file uses as a value, not called and not
+    defined there (`Fn fp = pick;`, `&pick`): (name, line), or None."""
+    if not names:
+        return None
+    for node in walk(root):
+        if node.type not in ("identifier", "qualified_identifier") or text(node) not in names:
+            continue
+        parent = node.parent
+        if parent is not None and (parent.type == "call_expression" and parent.child_by_field_name("function") == node
+                                   or parent.type in ("function_declarator", "qualified_identifier", "template_function")):
+            continue
+        return text(node), _line(node)
+    return None
 
 
 def _variable_names(function: Node) -> set[str]:

@@ -161,3 +161,20 @@ def test_an_object_called_as_a_function_where_an_operator_call_reads_the_block_i
     assert status["other"][0] == "rewritten"
     result, status = run(tmp_path, "", kernel.replace("return blockIdx.y + c;", "return c;"))
     assert status["tile2d"][0] == "rewritten", result.output
+
+
+def test_a_call_through_a_pointer_where_a_reading_helper_is_taken_as_a_value_is_refused(tmp_path):
+    """`__device__ Fn fp = pick;` then `fp(c)` in the kernel: pick reads the block index and is never called by
+    name, so nothing would rewrite it."""
+    pointer = ("__device__ int pick(int c) { return blockIdx.y + c; }\ntypedef int (*Fn)(int);\n"
+               "__device__ Fn fp = pick;\n")
+    kernel = pointer + KERNEL.replace('#include "helpers.cuh"\n', "").replace("shift(threadIdx.x)", "fp(threadIdx.x)")
+    result, status = run(tmp_path, "", kernel)
+    assert status["tile2d"][0] == "refused", result.output
+    assert "calls through fp (line 6), and pick, which reads the block index, is taken as a value (line 3)" in status["tile2d"][1]
+    assert status["other"][0] == "rewritten"
+    # called by name only, it is the file's own helper, rewritten with the kernel; a value that reads nothing is no reason
+    result, status = run(tmp_path, "", kernel.replace("__device__ Fn fp = pick;", "__device__ Fn fp = 0;"))
+    assert status["tile2d"][0] == "rewritten", result.output
+    result, status = run(tmp_path, "", kernel.replace("return blockIdx.y + c;", "return c;"))
+    assert status["tile2d"][0] == "rewritten", result.output
