@@ -494,8 +494,8 @@ class _LocalNames(Mapping):
             return None  # redefined later inside a loop that also runs the use: not one value
         if not before or any(_block_of(d[0]) not in self._enclosing for d in before):
             return None  # defined conditionally, or not before the use
-        if any(_inside_loop_with(d[0], at, body) and d[2] != "init" for d in before):
-            return None
+        if any(_inside_loop_with(d[0], at, body) and not (d[2] == "init" or d[2].startswith("dim3")) for d in before):
+            return None  # assigned in a loop that runs the use (a declaration there is made anew each time round)
         last_whole = max((i for i, d in enumerate(before) if not d[2].startswith("field:")), default=None)
         if last_whole is None:
             return None

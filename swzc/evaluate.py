@@ -262,6 +262,8 @@ class Evaluator:
             return _SIZEOF.get(_text(inner).strip()) if inner is not None else None
         if kind == "call_expression":
             return self._call(node, depth)
+        if kind == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
+            return self.value(node.child_by_field_name("right"), depth)  # N = M = 4096: N is what M is given
         if kind in ("identifier", "qualified_identifier"):
             return self._name(_text(node), depth)
         if kind == "field_expression":

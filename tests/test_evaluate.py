@@ -209,6 +209,9 @@ def test_unknown_name_is_unknown():
         "int n = 4; int* q = &n; k<<<n, 1>>>(0);",  # address taken
         "int n = 4; std::cin >> n; k<<<n, 1>>>(0);",
         "int n = 4; switch (argc) { case 1: n = 8; } k<<<n, 1>>>(0);",
+        "for (int i = 1; i < 3; ++i) { dim3 g(i, 2); k<<<g, 1>>>(0); }",  # made anew from the loop's variable
+        "int n = 4; for (int i = 1; i < 3; ++i) { dim3 g(n, 2); k<<<g, 1>>>(0); n *= 2; }",
+        "int n = 2, m; if (argc) m = 3; n = m = 5 + argc; k<<<n, 1>>>(0);",
     ],
 )
 def test_values_the_file_does_not_fix_are_unknown(host):
@@ -223,6 +226,9 @@ def test_values_the_file_does_not_fix_are_unknown(host):
         ("for (int i = 0; i < 3; ++i) { int n = 4; k<<<n, 1>>>(0); }", 4),  # declared in the loop
         ("int n = 4; if (argc > 1) return 1; k<<<n, 1>>>(0);", 4),
         ("const int M = 8192, BM = 128; int g = (M + BM - 1) / BM; k<<<g, 1>>>(0);", 64),
+        ("int n, m; n = m = 6; k<<<n, 1>>>(0);", 6),  # a chained assignment
+        ("for (int i = 0; i < 3; ++i) { dim3 g(4 * 2); k<<<g, 1>>>(0); }", 8),  # a dim3 declared in the loop
+        ("int n = 4; for (int i = 0; i < 3; ++i) { dim3 g(n); k<<<g, 1>>>(0); }", 4),
     ],
 )
 def test_values_the_file_does_fix(host, want):
