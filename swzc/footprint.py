@@ -520,7 +520,7 @@ class _Kernel:
                     continue
                 name, op = text(target), text(node.child_by_field_name("operator"))
                 right = node.child_by_field_name("right")
-                if _loop_update_of(node) is not None and _loop_var_name(_loop_update_of(node)) == name:
+                if _loop_update_of(node) is not None and name in _loop_var_names(_loop_update_of(node)):
                     continue  # the loop's own step
                 if op == "=" and right is not None and right.type == "binary_expression" \
                         and text(right.child_by_field_name("operator")) in ("+", "-") \
@@ -536,7 +536,7 @@ class _Kernel:
                 if target is None or target.type != "identifier":
                     continue
                 loop = _loop_update_of(node)
-                if loop is not None and _loop_var_name(loop) == text(target):
+                if loop is not None and text(target) in _loop_var_names(loop):
                     continue
                 self.moves.setdefault(text(target), []).append((node, None, -1 if "--" in text(node) else 1))
 
@@ -1012,8 +1012,10 @@ class _Kernel:
         where = None
         if init is not None and init.type == "declaration":
             where = next(iter(init.children_by_field_name("declarator")), None)
-        elif init is not None and init.type == "assignment_expression":
+        elif init is not None and init.type in ("assignment_expression", "comma_expression"):
             where = init
+            while where is not None and where.type == "comma_expression":  # `a = 0, b = 4`: the counter, a
+                where = where.child_by_field_name("left")
         name = _loop_var_name(loop)
         if where is None or not name:
             raise _CannotFollow(f"moves in the loop at line {_line(loop)}, which has no counter")
@@ -1027,6 +1029,13 @@ class _Kernel:
         return _op("/", moved, Affine.of(step))
 
     def _loop_var(self, name: str, where: Node, loop: Node, depth: int, home: _Ctx | None) -> Affine:
+        names = _loop_var_names(loop)
+        if names and name != names[0] and name in names[1:]:  # `for (a = …, b = …; a < n; a += s, b += t)`
+            value = where.child_by_field_name("value") if where.type == "init_declarator" else where.child_by_field_name("right")
+            step = _step(loop.child_by_field_name("update"), name, self, home)
+            if value is None or step is None:
+                raise _CannotFollow(f"loop variable {name} with a start or step the analysis cannot read")
+            return self.value(value, home, depth) + self._iterations(loop, depth, home).scale(step)
         symbol = _loop_symbol(name, where, home)
         if symbol not in self.loops:
             self.loop_nodes[symbol] = loop
@@ -1701,7 +1710,9 @@ def _scope_of(decl: Node) -> Node | None:
 
 
 def _loop_of(where: Node) -> Node | None:
-    """The for statement whose initialiser defines a variable at `where`."""
+    """The for statement whose initialiser defines a variable at `where` (`a = 0` in `for (a = 0, b = 4; …)` too)."""
+    while where.parent is not None and where.parent.type == "comma_expression":
+        where = where.parent
     parent = where.parent
     if parent is not None and parent.type == "for_statement" and parent.child_by_field_name("initializer") == where:
         return parent
@@ -1721,23 +1732,34 @@ def _loop_symbol(name: str, where: Node, home: _Ctx | None) -> str:
 
 
 def _loop_var_name(loop: Node) -> str:
-    init = loop.child_by_field_name("initializer")
-    if init is None:
-        return ""
-    if init.type == "declaration":
-        decls = init.children_by_field_name("declarator")
-        return declared_name(decls[0]) if decls else ""
-    if init.type == "assignment_expression":
-        left = init.child_by_field_name("left")
-        return text(left) if left is not None and left.type == "identifier" else ""
-    return ""
+    """A `for` loop's counter: the first variable its initializer declares or assigns."""
+    names = _loop_var_names(loop)
+    return names[0] if names else ""
 
 
 def _loop_update_of(node: Node) -> Node | None:
+    """The `for` loop whose update `node` is, or is a part of (`a += s, b += t`)."""
+    while node.parent is not None and node.parent.type == "comma_expression":
+        node = node.parent
     parent = node.parent
     if parent is not None and parent.type == "for_statement" and parent.child_by_field_name("update") == node:
         return parent
     return None
+
+
+def _loop_var_names(loop: Node) -> list[str]:
+    """Every variable a `for` loop's initializer declares or assigns (`int a = 0, b = 4`), the counter first."""
+    init = loop.child_by_field_name("initializer")
+    if init is not None and init.type == "declaration":
+        return [declared_name(d) for d in init.children_by_field_name("declarator")]
+    parts = []
+    while init is not None and init.type == "comma_expression":
+        parts.append(init.child_by_field_name("right"))
+        init = init.child_by_field_name("left")
+    parts.append(init)
+    names = [text(p.child_by_field_name("left")) for p in reversed(parts)
+             if p is not None and p.type == "assignment_expression" and p.child_by_field_name("left").type == "identifier"]
+    return names
 
 
 def _loops_around(node: Node) -> list[Node]:
@@ -1782,6 +1804,11 @@ def _conditional_between(definition: Node, use: Node) -> bool:
 def _step(update: Node | None, name: str, kernel: _Kernel, home: _Ctx | None) -> int | None:
     if update is None:
         return None
+    if update.type == "comma_expression":  # `a += s, b += t`: the part that moves `name`, if only one does
+        steps = [_step(update.child_by_field_name(side), name, kernel, home) for side in ("left", "right")]
+        moving = [step for step in steps if step is not None]
+        mentions = sum(bool(re.search(rf"\b{re.escape(name)}\b", text(update.child_by_field_name(side)))) for side in ("left", "right"))
+        return moving[0] if len(moving) == 1 and mentions == 1 else None
     t = " ".join(text(update).split())
     if t in (f"{name}++", f"++{name}"):
         return 1

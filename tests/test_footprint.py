@@ -224,6 +224,50 @@ int main() { mm<<<dim3(8, 16), dim3(8, 4)>>>(0, 0, 0); }
     assert fp.unknown == ()
 
 
+TWO_COUNTERS = """
+#define BS 16
+#define W 256
+__global__ void mm(float* C, const float* A, const float* B) {
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int aBegin = W * BS * blockIdx.y, aEnd = aBegin + W - 1;
+  float acc = 0.f;
+  __shared__ float As[BS][BS], Bs[BS][BS];
+  LOOP
+  C[(blockIdx.y * BS + ty) * W + blockIdx.x * BS + tx] = acc;
+}
+int main() { mm<<<dim3(W / BS, W / BS), dim3(BS, BS)>>>(0, 0, 0); }
+"""
+BODY = """{
+    As[ty][tx] = A[a + W * ty + tx];
+    Bs[ty][tx] = B[b + W * ty + tx];
+    __syncthreads();
+    for (int k = 0; k < BS; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }"""
+
+
+@pytest.mark.parametrize("loop", [
+    "for (int a = aBegin, b = BS * blockIdx.x; a <= aEnd; a += BS, b += BS * W) " + BODY,  # the CUDA samples' matrixMul
+    "int a, b;\n  for (a = aBegin, b = BS * blockIdx.x; a <= aEnd; b += BS * W, a += BS) " + BODY,
+])
+def test_a_loop_that_moves_a_second_variable_with_its_counter(loop):
+    one = "for (int i = 0; i < W / BS; ++i) { int a = aBegin + i * BS, b = BS * blockIdx.x + i * BS * W; " + BODY[1:] + " }"
+    want, got = fp_of(TWO_COUNTERS.replace("LOOP", one)), fp_of(TWO_COUNTERS.replace("LOOP", loop))
+    assert got.unknown == () and want.unknown == ()
+    for array in ("A", "B"):
+        assert only(got, array).sectors.tolist() == only(want, array).sectors.tolist(), array
+        assert only(got, array).block_bytes == only(want, array).block_bytes
+
+
+@pytest.mark.parametrize("loop, why", [
+    ("for (int a = aBegin, b = 0; a <= aEnd; a += BS, b += BS * W, b += 1) " + BODY, "b"),  # moved twice
+    ("for (int a = aBegin, b = 0; a <= aEnd; a += BS) " + BODY.replace("B[b + W * ty + tx]", "B[b + W * ty + tx + b++]"), "b"),
+])
+def test_a_second_variable_moved_in_ways_the_analysis_cannot_count_is_unknown(loop, why):
+    fp = fp_of(TWO_COUNTERS.replace("LOOP", loop))
+    assert any(u.array.startswith("B") for u in fp.unknown), fp.unknown
+
+
 @pytest.mark.parametrize("body, why", [
     ("const float* p = A;\n  if (threadIdx.x) p += 4;\n  C[0] = p[0];", "under a condition"),
     ("const float* p = A;\n  for (int i = 0; i < 4; ++i)\n    for (int j = 0; j < 4; ++j) p += 1;\n  C[0] = p[0];", "before this use"),
