@@ -747,7 +747,45 @@ class _Kernel:
                 return Affine.of(self.launch_grid[i])
             if obj in ("blockIdx", "swzc_block"):
                 return self.block_index(axis)
+        made = self._made_vector_part(node, axis, ctx)
+        if made is not None:
+            return made
         return self._constant(node)
+
+    def _made_vector_part(self, node: Node, axis: str, ctx: _Ctx | None) -> Affine | None:
+        """`p.y` of a local `int2 p = make_int2(a, b)` that nothing writes after: b.  None where it is not one."""
+        base = node.child_by_field_name("argument")
+        if axis not in ("x", "y", "z", "w") or base is None or base.type != "identifier" or ctx is not None and text(base) in ctx.env:
+            return None
+        name, at = text(base), _where(node, ctx)
+        found = self._reaching(name, at)
+        if found is None or found[1] is None or found[1].type != "call_expression" or _callee(found[1]) not in _VECTOR_MAKERS:
+            return None
+        where, value = found
+        if _loop_of(where) is not None or _conditional_between(where, at) or self._written(name, where):
+            raise _CannotFollow(f"{name} is a vector whose parts change after it is made")
+        args = _arguments(value)
+        index = "xyzw".index(axis)
+        if index >= len(args):
+            raise _CannotFollow(f"{_short(node)}: {name} has no part {axis}")
+        return self.value(args[index], _home(ctx))
+
+    def _written(self, name: str, where: Node) -> bool:
+        """Whether the function holding `where` assigns to `name` or a part of it, or takes its address, after
+        its definition."""
+        function = where
+        while function.parent is not None and function.type != "function_definition":
+            function = function.parent
+        target = re.compile(rf"\s*\(*\s*{re.escape(name)}\s*\)*\s*(?:$|[.\[])")
+        for n in walk(function):
+            if n.start_byte < where.end_byte:
+                continue
+            if n.type == "assignment_expression" and target.match(text(n.child_by_field_name("left"))) \
+                    or n.type == "update_expression" and target.match(text(n.child_by_field_name("argument"))) \
+                    or n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&" \
+                    and target.match(text(n.child_by_field_name("argument"))):
+                return True
+        return False
 
     def block_index(self, axis: str) -> Affine:
         if self.tile_loop is not None:
@@ -1565,6 +1603,11 @@ def _line(node: Node) -> int:
 
 def _short(node: Node) -> str:
     return " ".join(text(node).split())[:60]
+
+
+# the CUDA vector makers whose arguments are the parts x, y, z, w in order
+_VECTOR_MAKERS = frozenset(f"make_{t}{n}" for t in ("int", "uint", "short", "ushort", "long", "ulong", "longlong", "ulonglong",
+                                                    "char", "uchar") for n in (1, 2, 3, 4))
 
 
 def _callee(call: Node) -> str:

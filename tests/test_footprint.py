@@ -268,6 +268,36 @@ def test_a_second_variable_moved_in_ways_the_analysis_cannot_count_is_unknown(lo
     assert any(u.array.startswith("B") for u in fp.unknown), fp.unknown
 
 
+VECTOR_INDEX = """
+#define N 256
+__global__ void mm(const float* A, const float* B, float* C) {
+  MAKE
+  float s = 0.f;
+  for (int k = 0; k < N; ++k) s += A[Y * N + k] * B[k * N + X];
+  C[Y * N + X] = s;
+}
+int main() { mm<<<dim3(N / 16, N / 16), dim3(16, 16)>>>(0, 0, 0); }
+"""
+
+
+def test_the_parts_of_a_vector_made_from_block_indices_are_followed():
+    """`int2 p = make_int2(col, row)`, read as p.x and p.y: the same footprint as two ints."""
+    make = "int2 p = make_int2(blockIdx.x * 16 + threadIdx.x, blockIdx.y * 16 + threadIdx.y);"
+    plain = "int px = blockIdx.x * 16 + threadIdx.x, py = blockIdx.y * 16 + threadIdx.y;"
+    got = fp_of(VECTOR_INDEX.replace("MAKE", make).replace("Y", "p.y").replace("X", "p.x"))
+    want = fp_of(VECTOR_INDEX.replace("MAKE", plain).replace("Y", "py").replace("X", "px"))
+    assert got.unknown == ()
+    for array in ("A", "B"):
+        assert only(got, array).sectors.tolist() == only(want, array).sectors.tolist(), array
+
+
+@pytest.mark.parametrize("change", ["p.x += 1;", "int* q = &p.x;", "p.y++;", "if (threadIdx.x) p.x = 3;"])
+def test_a_vector_whose_parts_change_after_it_is_made_is_not_followed(change):
+    make = "int2 p = make_int2(blockIdx.x * 16 + threadIdx.x, blockIdx.y * 16 + threadIdx.y);\n  " + change
+    fp = fp_of(VECTOR_INDEX.replace("MAKE", make).replace("Y", "p.y").replace("X", "p.x"))
+    assert fp.unknown and all("change after it is made" in u.why for u in fp.unknown), fp.unknown
+
+
 @pytest.mark.parametrize("body, why", [
     ("const float* p = A;\n  if (threadIdx.x) p += 4;\n  C[0] = p[0];", "under a condition"),
     ("const float* p = A;\n  for (int i = 0; i < 4; ++i)\n    for (int j = 0; j < 4; ++j) p += 1;\n  C[0] = p[0];", "before this use"),
