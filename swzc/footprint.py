@@ -28,7 +28,7 @@ from typing import Union
 import numpy as np
 from tree_sitter import Node
 
-from swzc.analysis import (KernelInfo, TileLoop, declared_name, file_scope, function_name, functions, kernel_function,
+from swzc.analysis import (KernelInfo, Launch, TileLoop, declared_name, file_scope, function_name, functions, kernel_function,
                            local_scope, parameter_list, text, walk)
 from swzc.evaluate import Evaluator, Macro, Scope, Value, expression_of
 from swzc.source import SourceFile
@@ -2164,6 +2164,18 @@ def _fragments(bodies: list[Node], ev: Evaluator) -> dict[str, tuple[int, int, b
     return out
 
 
+def _unfixed_launch(kernel: str, launch: Launch) -> str:
+    """Why a launch's sizes are not known, and what the user can give."""
+    missing = [what for what, size in (("grid", launch.grid), ("block", launch.block)) if size is None]
+    if not launch.line:  # given on the command line, or seen in a run, without the other size
+        return (f"the {' and '.join(missing)} size of {kernel} is not known: the file does not fix it; give it with "
+                + " and ".join(f"--{what} {kernel}=X,Y" for what in missing))
+    texts = {"grid": launch.grid_text, "block": launch.block_text}
+    what = "; ".join(f"its {m} ({' '.join(texts[m].split())[:60] or '?'}) is not fixed by the file" for m in missing)
+    return (f"the launch at line {launch.line}: {what} (use --set NAME=VALUE for the sizes it names, or "
+            + " and ".join(f"--{m} {kernel}=X,Y" for m in missing) + ")")
+
+
 def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: Mapping[str, Value] | None = None) -> Footprint | str:
     """The kernel's per-block footprint under one of its launches (per tile, for a kernel with a tile
     loop), or a reason it has none."""
@@ -2171,7 +2183,7 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
         return "no launch in this file: the grid is not known"
     launch = kernel.launches[launch_index]
     if launch.grid is None or launch.block is None:
-        return f"the launch at line {launch.line} has a grid or block size the file does not fix (use --set)"
+        return _unfixed_launch(kernel.name, launch)
     tile = kernel.tile_loop
     if tile is not None:
         if launch.tiles is None:

@@ -113,7 +113,9 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     a residency found before (an earlier ranking's), used as it is."""
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
-        return "no launch in this file fixes the grid (give it with --grid, or the sizes with --set)"
+        seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
+        return (f"no launch in this file fixes the grid ({seen + '; ' if seen else ''}give it with --grid {kernel.name}=X,Y, "
+                "or the sizes with --set)")
     fp = _footprint(src, kernel, index, user)
     if isinstance(fp, str):
         return fp

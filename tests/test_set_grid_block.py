@@ -79,3 +79,30 @@ def test_grid_or_block_given_twice_for_a_kernel_is_refused():
     with pytest.raises(SwzcError, match="--block is given twice for kernel k"):
         parse_launch_facts([], ["k=4", "k=8"])
     assert parse_launch_facts(["k=4"], ["k=8"])  # once each is fine
+
+
+def test_a_size_not_known_is_named_with_the_option_that_gives_it(tmp_path):
+    """The reason names what is missing: the grid or the block, the launch's own text, and the option."""
+    import json
+
+    from click.testing import CliRunner
+
+    from swzc.cli import main
+
+    kernel = ("__global__ void tr(const float* in, float* out) {\n"
+              "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+              "  out[x * 4096 + y] = in[y * 4096 + x];\n}\n")
+    path = tmp_path / "k.cu"
+    path.write_text(kernel)
+
+    def reason(*args):
+        result = CliRunner().invoke(main, ["analyze", str(path), "--no-compile", "--json", *args])
+        return json.loads(result.stdout)["kernels"][0]["reason"]
+
+    assert "the block size of tr is not known: the file does not fix it; give it with --block tr=X,Y" in reason("--grid", "tr=128,128")
+    path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(n, n), dim3(32, 32)>>>(a, b); }\n")
+    assert "no launch in this file fixes the grid (line 5: dim3(n, n); give it with --grid tr=X,Y" in reason()
+    path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(128, 128), dim3(n, n)>>>(a, b); }\n")
+    said = reason()
+    assert "the launch at line 5: its block (dim3(n, n)) is not fixed by the file" in said and "--block tr=X,Y" in said
+    assert "grid" not in said.split("(use --set")[0]  # the grid is fixed
