@@ -1197,7 +1197,7 @@ class _Kernel:
             return None, 0
         size = self.sizeof(base.pointee)
         if not size:
-            raise _CannotFollow(f"the size of {base.pointee or 'its element type'} is not known")
+            raise _CannotFollow(_size_unknown(base.pointee))
         indices = node.child_by_field_name("indices")
         items = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
         if len(items) != 1:
@@ -1209,7 +1209,7 @@ class _Kernel:
             return base
         size = self.sizeof(base.pointee)
         if not size:
-            raise _CannotFollow(f"the size of {base.pointee or 'its element type'} is not known")
+            raise _CannotFollow(_size_unknown(base.pointee))
         return replace(base, offset=base.offset + index.scale(size))
 
     def _pointer_identifier(self, node: Node, ctx: _Ctx | None, depth: int) -> _Address | None:
@@ -1262,7 +1262,7 @@ class _Kernel:
             return base
         size = self.sizeof(base.pointee)
         if not size:
-            raise _CannotFollow(f"the size of {base.pointee or 'its element type'} is not known")
+            raise _CannotFollow(_size_unknown(base.pointee))
         return replace(base, offset=base.offset + self._moved(name, where, at, size, depth, home))
 
     def _kind(self, name: str, at: Node) -> tuple[Node, str, str] | None:
@@ -1955,7 +1955,7 @@ class _Sites:
             return None, 0
         size = self.k.sizeof(address.pointee)
         if not size:
-            raise _CannotFollow(f"the size of {address.pointee or 'its element type'} is not known")
+            raise _CannotFollow(_size_unknown(address.pointee))
         return address, size
 
     def _member(self, obj: Node, ctx: _Ctx | None) -> tuple[_Address | None, int]:
@@ -2162,6 +2162,14 @@ def _fragments(bodies: list[Node], ev: Evaluator) -> dict[str, tuple[int, int, b
             for decl in node.children_by_field_name("declarator"):
                 out[declared_name(decl)] = (rows, cols, match.group(6) == "col_major")
     return out
+
+
+def _size_unknown(pointee: str) -> str:
+    """Why an element's size is not known, with the --set that gives a type name one."""
+    name = " ".join(pointee.replace("const", " ").replace("volatile", " ").split())
+    if re.fullmatch(r"[A-Za-z_][\w:]*", name):
+        return f"the size of {name} is not known (a type swzc cannot see: give it with --set {name}=TYPE, e.g. float2)"
+    return f"the size of {pointee or 'its element type'} is not known"
 
 
 def _unfixed_launch(kernel: str, launch: Launch) -> str:

@@ -349,6 +349,15 @@ def test_a_pointer_in_a_local_struct_is_unknown_and_an_array_in_one_is_local():
     assert [u.array for u in fp.unknown] == ["o.x[threadIdx.x]"], fp.unknown
 
 
+def test_an_element_type_swzc_cannot_see_is_named_with_the_set_that_gives_it():
+    fp = fp_of(one_kernel("C[threadIdx.x] = A[threadIdx.x].x;", params="const cufftComplex* A, float* C"))
+    assert [u.why for u in fp.unknown] == [
+        "the size of cufftComplex is not known (a type swzc cannot see: give it with --set cufftComplex=TYPE, e.g. float2)"]
+    src, kernel = kernel_of(one_kernel("C[threadIdx.x] = A[threadIdx.x].x;", params="const cufftComplex* A, float* C"))
+    given = footprint(src, kernel, user={"cufftComplex": "float2"})
+    assert given.unknown == () and only(given, "A").sectors.tolist() == [0, 1]  # 8 threads, 8 bytes each
+
+
 def test_a_device_array_at_file_scope_is_a_stream():
     fp = fp_of(one_kernel("C[threadIdx.x] = table[threadIdx.x * 2];", prelude="__device__ float table[64];"))
     assert only(fp, "table").sectors.tolist() == [0, 1]
