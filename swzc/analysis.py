@@ -1006,7 +1006,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         if _has_token(function, "__global__"):
             kernels.setdefault(name, function)
             kernel_list.append((function, item))
-        elif _has_token(function, "__device__") or _has_token(function, "__host__"):
+        else:  # called from a kernel, any function is device code, whatever macro spells its qualifiers
             device.setdefault(name, []).append((function, item))
 
     # helpers: what each device function reads and calls
@@ -1079,7 +1079,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 hazards.append(Hazard(line, f"calls the object {callee} (line {line}), and an operator() ({functor}) reads "
                                       "the block index: swzc does not rewrite it, so it would go on reading the block the "
                                       "hardware ran", "header-helper"))
-        for callee in sorted(unseen & in_members.keys()):
+        called = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)}
+        for callee in sorted(called & in_members.keys()):  # a file-scope function of the same name is no alibi
             line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
                        for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
             hazards.append(Hazard(line, f"calls {callee} (line {line}), a member function ({in_members[callee]}) that reads "

@@ -691,8 +691,10 @@ def _joined(body: str) -> str:
 
 # What an object-like macro may expand to, to be read as nothing: qualifiers that say nothing about blocks
 # (`#define RESTRICT __restrict__` in `const float * RESTRICT x`, where the grammar wants a declarator).
-_QUALIFIER = re.compile(r"(?:\s*\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|"
-                        r"__noinline__|static|constexpr)\b)*\s*")
+# A function's `__device__` and `__host__` are among them: every function a kernel calls is taken for device
+# code whatever spells its qualifiers (swzc.analysis); `__global__` never is.
+_QUALIFIER = re.compile(r'(?:\s*(?:\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|'
+                        r'__noinline__|static|constexpr|__device__|__host__|__grid_constant__)\b|\bextern\s*"C"))*\s*')
 
 
 def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:

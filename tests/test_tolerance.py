@@ -306,6 +306,22 @@ def test_qualifier_macros_are_read_as_the_compiler_expands_them(tmp_path):
     assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "refused"
 
 
+def test_helpers_spelled_with_a_device_macro_parse_and_are_followed_as_device_code(tmp_path):
+    """`#define DEV __forceinline__ __device__` (and `extern "C"`, `__grid_constant__` macros) parse as the
+    compiler expands them; every function a kernel calls is device code whatever spells its qualifiers, so a
+    helper chain behind such a macro is followed, and rewritten with the kernel where it may be."""
+    macros = '#define DEV __forceinline__ __device__\n#define EXPORT extern "C"\n#define GRID_CONST __grid_constant__\n'
+    helpers = "static DEV int pick(int c) { return c + (blockIdx.y & 0); }\nstatic DEV int mid(int c) { return pick(c) * 1; }\n"
+    kernel = KERNEL.replace("__global__ void tile2d(const float* a, float* b, int n)",
+                            "EXPORT __global__ void tile2d(const float* a, float* b, GRID_CONST const int n)") \
+        .replace("b[row * n + col] = acc;", "b[mid(row) * n + col] = acc;")
+    result, doc, out = run(tmp_path, macros + helpers + kernel + LAUNCH)
+    assert doc["syntax_errors"] == [] and statuses(doc)["tile2d"][0] == "rewritten", result.output
+    assert "static DEV int pick(int c) { return c + (swzc_grouped8_2d(" in out.read_text()  # the helper moved with it
+    result, doc, _ = run(tmp_path, macros + helpers.replace("static DEV", "DEV") + kernel + LAUNCH)
+    assert statuses(doc)["tile2d"][0] == "refused" and "external linkage" in statuses(doc)["tile2d"][1], result.output
+
+
 def test_statement_macros_spanning_lines_or_made_of_other_ones_are_read_as_statements(tmp_path):
     macros = ("#define CASE(n, T) if (sizeof(T) == (n)) { puts(#T); }\n"
               "#define ALL(T) CASE(4, T) CASE(8, T)\n"
@@ -414,8 +430,8 @@ def test_a_kernel_that_parsed_clean_inside_a_stretch_tree_sitter_gave_up_on_is_r
     """A struct the grammar never sees close (a constructor spelled through an attribute macro) makes one
     ERROR node of everything after it; a kernel in there parses clean but is found by nothing that walks
     the file's definitions.  It is refused with its line, never silently dropped (exit 0, no kernel)."""
-    broken = ("#define HD __host__ __device__\nstruct P {\n  short a;\n  double b;\n  HD constexpr P(short a, double b)\n"
-              "    : a(a), b(b)\n  {}\n};\nvoid host() {\n  {\n  }\n}\n")
+    broken = ("#include \"absent.h\"\nstruct P {\n  short a;\n  double b;\n  HD constexpr P(short a, double b)\n"
+              "    : a(a), b(b)\n  {}\n};\nvoid host() {\n  {\n  }\n}\n")  # HD: a macro from a header swzc cannot find
     swallowed = "__global__ void swallowed(unsigned* d) { d[blockIdx.x] = 1; }\nvoid tail() {\n  {\n  }\n}\n"
     src = load_bytes("k.cu", (broken + swallowed).encode())
     assert any(n.is_error and b"swallowed" in n.text for n in src.tree.root_node.children)  # the premise
