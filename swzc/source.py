@@ -167,6 +167,7 @@ def syntax_issues(data: bytes, tree: Tree) -> tuple[SyntaxIssue, ...]:
 # the same length, so every byte offset stays) in the text tree-sitter parses.  The file itself keeps them.
 _BLANKED = re.compile(
     rb"\b__align__\s*\((?:[^()\n]|\([^()\n]*\))*\)"  # struct __align__(16) S { … }; __align__(sizeof(T))
+    rb"|\b__maxnreg__\s*\([^()\n]*\)"  # __global__ __maxnreg__(64) void k(…): a register cap (the compiler reports its effect)
     rb"|\b__cluster_dims__\s*\([^()\n]*\)"  # __global__ void __cluster_dims__(2, 1, 1) k(…): the analysis reads it in the file
     rb"|\bCUDART_CB\b"  # void CUDART_CB callback(cudaStream_t, …)
     # an extended lambda's attributes, on the line of its capture list: [=] __device__ (int i) { … } and

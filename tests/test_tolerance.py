@@ -180,6 +180,7 @@ def test_blanking_never_reaches_across_a_line_end():
     "struct __align__(16) Pair { float a, b; };\n",
     "template <typename T> __device__ T* smem() { extern __shared__ __align__(sizeof(T)) unsigned char s[]; return (T*)s; }\n",
     "void CUDART_CB done(void* data) {}\n",
+    "__global__ __maxnreg__(64) void capped(float* x) { x[0] = 1.f; }\n",
     "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
     "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
     # explicit instantiations of a class template, and their extern declarations
@@ -452,7 +453,7 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
     string, a prototype or an explicit instantiation is not a kernel."""
     heads = ("#define LB(n) __launch_bounds__(n)\n"
              "__global__ LB(128) void bounded(float* o) { o[blockIdx.x] = 1.f; }\n"
-             "__global__ __maxnreg__(64) void capped(float* o) { o[blockIdx.x] = 2.f; }\n"
+             "__global__ LB(64) __launch_bounds__(64) void capped(float* o) { o[blockIdx.x] = 2.f; }\n"
              "#define NS_BEGIN namespace outer {\n#define NS_END }\nNS_BEGIN\nnamespace a::b {\n"
              "__global__ void nested(float* o) { o[blockIdx.x] = 3.f; }\n}\nNS_END\n")
     not_kernels = ("// a __global__ void commented(float*) in a comment\n"
