@@ -456,6 +456,7 @@ def refine(src: SourceFile, context: CompileContext | None = None, seen: Preproc
     function_like = {name for name, m in table.items() if m is not None and m.params is not None}
     function_like |= seen.function_like if seen is not None else set()
     ranges += _qualifier_macros(src.data, {k: v for k, v in bodies.items() if k not in function_like}, ranges)
+    ranges += _bounds_macros(src.data, {k: v for k, v in bodies.items() if k in function_like}, ranges)
     if not ranges:
         return src
     refined = load_bytes(src.path, src.data, tuple(sorted(set(ranges))))
@@ -693,14 +694,14 @@ def _joined(body: str) -> str:
 # (`#define RESTRICT __restrict__` in `const float * RESTRICT x`, where the grammar wants a declarator).
 # A function's `__device__` and `__host__` are among them: every function a kernel calls is taken for device
 # code whatever spells its qualifiers (swzc.analysis); `__global__` never is.
-_QUALIFIER = re.compile(r'(?:\s*(?:\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|'
-                        r'__noinline__|static|constexpr|__device__|__host__|__grid_constant__)\b|\bextern\s*"C"))*\s*')
+_QUALIFIER_WORD = (r'\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|__noinline__|'
+                   r'static|constexpr|__device__|__host__|__grid_constant__)\b|\bextern\s*"C"')
 
 
 def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Every use, outside directives, of an object-like macro each definition of which is empty or only such
-    qualifiers: parsed as spaces, as the compiler reads an empty one."""
-    names = {name.encode() for name, texts in bodies.items() if texts and all(_QUALIFIER.fullmatch(_joined(t)) for t in texts)}
+    qualifiers (launch bounds among them): parsed as spaces, as the compiler reads an empty one."""
+    names = {name.encode() for name, texts in bodies.items() if texts and all(_BOUNDS.fullmatch(_joined(t)) for t in texts)}
     if not names:
         return []
     found = []
@@ -713,6 +714,31 @@ def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
     return found
 
 
+def _bounds_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Every use, arguments and all on its line, of a function-like macro each definition of which is launch
+    bounds and qualifiers (`#define LB(n) __launch_bounds__(n)`, in `__global__ LB(256) void k(…)`): parsed as
+    spaces.  The bounds then come from the compiler's report, or the default."""
+    names = {name.encode() for name, texts in bodies.items() if texts and all(_BOUNDS.fullmatch(_joined(t)) for t in texts)}
+    if not names:
+        return []
+    found = []
+    aside = _Ranges(blanked)
+    budget = 2 * len(data) + (1 << 16)  # bytes the argument scans may cover in all: linear in the file
+    for start, end, text in _logical_lines(data):
+        if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or aside.holds(start):
+            continue
+        for m in _IDENTIFIER.finditer(text):
+            if m.group() in names and _CALL_AFTER.match(text, m.end()) and budget > 0:
+                opening = start + text.index(b"(", m.end())
+                limit = min(len(data), opening + min(_MOST_ARGUMENT_BYTES, budget))
+                close = _closing(data, opening, limit)  # the arguments may go on over lines
+                budget -= (close if close >= 0 else limit) - opening
+                if close >= 0:
+                    found.append((start + m.start(), close + 1))
+    return found
+
+
+_BOUNDS = re.compile(rf"(?:\s*(?:\b__launch_bounds__\s*\([^()]*\)|{_QUALIFIER_WORD}))*\s*")
 _IDENTIFIER = re.compile(rb"(?<!\w)[A-Za-z_]\w*")
 _CALL_AFTER = re.compile(rb"\s*\(")
 
