@@ -132,17 +132,25 @@ struct Op {
 """
 
 
+def refused_alone(tmp_path, kernel, *why):
+    """tile2d is refused for each of `why`; other, which calls nothing, is rewritten."""
+    result, status = run(tmp_path, "", kernel)
+    assert status["tile2d"][0] == "refused" and all(w in status["tile2d"][1] for w in why), result.output
+    assert status["other"][0] == "rewritten"
+
+
+def rewritten(tmp_path, kernel):
+    result, status = run(tmp_path, "", kernel)
+    assert status["tile2d"][0] == "rewritten", result.output
+
+
 def test_a_member_function_that_reads_the_block_index_refuses_the_kernels_that_call_it(tmp_path):
     """The analysis rewrites kernels and file-scope helpers, not member functions: a kernel calling one that
     reads the block index is refused (it was rewritten, and the member kept the hardware's block)."""
     kernel = MEMBER + KERNEL.replace('#include "helpers.cuh"\n', "").replace("shift(threadIdx.x)", "Op{}.shift(threadIdx.x)")
-    result, status = run(tmp_path, "", kernel)
-    assert status["tile2d"][0] == "refused", result.output
-    assert "calls shift (line 8), a member function (line 4) that reads the block index" in status["tile2d"][1]
-    assert status["other"][0] == "rewritten"
+    refused_alone(tmp_path, kernel, "calls shift (line 8), a member function (line 4) that reads the block index")
     # one that does not read it is no reason; one that calls a helper that does is
-    result, status = run(tmp_path, "", kernel.replace("Op{}.shift(", "Op{}.lane("))
-    assert status["tile2d"][0] == "rewritten", result.output
+    rewritten(tmp_path, kernel.replace("Op{}.shift(", "Op{}.lane("))
     helper = "__device__ int flip(int c) { return c ^ (blockIdx.y & 1); }\n"
     result, status = run(tmp_path, "", helper + kernel.replace("return c + 0;", "return flip(c);").replace("Op{}.shift(", "Op{}.lane("))
     assert status["tile2d"][0] == "refused" and "calls lane" in status["tile2d"][1], result.output
@@ -155,12 +163,8 @@ def test_an_object_called_as_a_function_where_an_operator_call_reads_the_block_i
     kernel = (functor + KERNEL.replace('#include "helpers.cuh"\n', "").replace(
         "__global__ void tile2d(const float* a, float* b, int n) {", "template <class F>\n__global__ void tile2d(const float* a, float* b, int n, F pick) {")
         .replace("shift(threadIdx.x)", "pick(threadIdx.x)").replace("(a, b, 4096);\n  other", "(a, b, 4096, Pick{});\n  other"))
-    result, status = run(tmp_path, "", kernel)
-    assert status["tile2d"][0] == "refused", result.output
-    assert "calls the object pick" in status["tile2d"][1] and "operator() (line 2)" in status["tile2d"][1]
-    assert status["other"][0] == "rewritten"
-    result, status = run(tmp_path, "", kernel.replace("return blockIdx.y + c;", "return c;"))
-    assert status["tile2d"][0] == "rewritten", result.output
+    refused_alone(tmp_path, kernel, "calls the object pick", "operator() (line 2)")
+    rewritten(tmp_path, kernel.replace("return blockIdx.y + c;", "return c;"))
 
 
 def test_a_call_through_a_pointer_where_a_reading_helper_is_taken_as_a_value_is_refused(tmp_path):
@@ -169,12 +173,7 @@ def test_a_call_through_a_pointer_where_a_reading_helper_is_taken_as_a_value_is_
     pointer = ("__device__ int pick(int c) { return blockIdx.y + c; }\ntypedef int (*Fn)(int);\n"
                "__device__ Fn fp = pick;\n")
     kernel = pointer + KERNEL.replace('#include "helpers.cuh"\n', "").replace("shift(threadIdx.x)", "fp(threadIdx.x)")
-    result, status = run(tmp_path, "", kernel)
-    assert status["tile2d"][0] == "refused", result.output
-    assert "calls through fp (line 6), and pick, which reads the block index, is taken as a value (line 3)" in status["tile2d"][1]
-    assert status["other"][0] == "rewritten"
+    refused_alone(tmp_path, kernel, "calls through fp (line 6), and pick, which reads the block index, is taken as a value (line 3)")
     # called by name only, it is the file's own helper, rewritten with the kernel; a value that reads nothing is no reason
-    result, status = run(tmp_path, "", kernel.replace("__device__ Fn fp = pick;", "__device__ Fn fp = 0;"))
-    assert status["tile2d"][0] == "rewritten", result.output
-    result, status = run(tmp_path, "", kernel.replace("return blockIdx.y + c;", "return c;"))
-    assert status["tile2d"][0] == "rewritten", result.output
+    rewritten(tmp_path, kernel.replace("__device__ Fn fp = pick;", "__device__ Fn fp = 0;"))
+    rewritten(tmp_path, kernel.replace("return blockIdx.y + c;", "return c;"))
