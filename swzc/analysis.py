@@ -1062,7 +1062,9 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                 why = (f"calls {callee} (line {line}), a device function declared at {elsewhere[callee]} and defined in no "
                        "file swzc reads (another file's, under -rdc): it may read the block index")
             hazards.append(Hazard(line, why, "header-helper"))
-        through_pointer = sorted(unseen & variables) if escaping else []
+        # calls through a name, `f(x)` (not a member's `node.f(x)`), of one that is a variable here
+        through = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _called_names(f)} - device.keys()
+        through_pointer = sorted(through & variables) if escaping else []
         if through_pointer:  # a call through a variable, where a helper that reads the block index has its address taken
             callee = through_pointer[0]
             line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
@@ -1073,7 +1075,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         functor = next((where for where in (in_members.get("operator()"), in_headers.get("operator()")) if where), None)
         if functor is not None:  # an object called as a function, where some operator() reads the block index
             objects = _variable_names(function) | {v for h in reached for f, _ in device[h] for v in _variable_names(f)}
-            for callee in sorted(unseen & objects):
+            for callee in sorted(through & objects):
                 line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
                            for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
                 hazards.append(Hazard(line, f"calls the object {callee} (line {line}), and an operator() ({functor}) reads "
@@ -1344,6 +1346,12 @@ def _taken_as_value(root: Node, names: set[str]) -> tuple[str, int] | None:
             continue
         return text(node), _line(node)
     return None
+
+
+def _called_names(function: Node) -> set[str]:
+    """The plain names a function's body calls (`f(x)`), not members (`obj.f(x)`) or qualified names."""
+    return {text(f) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression"
+            for f in [n.child_by_field_name("function")] if f is not None and f.type == "identifier"}
 
 
 def _variable_names(function: Node) -> set[str]:

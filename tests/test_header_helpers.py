@@ -165,6 +165,11 @@ def test_an_object_called_as_a_function_where_an_operator_call_reads_the_block_i
         .replace("shift(threadIdx.x)", "pick(threadIdx.x)").replace("(a, b, 4096);\n  other", "(a, b, 4096, Pick{});\n  other"))
     refused_alone(tmp_path, kernel, "calls the object pick", "operator() (line 2)")
     rewritten(tmp_path, kernel.replace("return blockIdx.y + c;", "return c;"))
+    # a member call that shares a local's name is not a call of that local (`int size = box.size();`)
+    member = ("struct Box {\n  __device__ int size() const { return 4; }\n};\n" + functor + KERNEL.replace('#include "helpers.cuh"\n', "")
+              .replace("  float acc = 0.0f;\n", "  Box box;\n  int size = box.size();\n  float acc = 0.0f * size;\n")
+              .replace("shift(threadIdx.x)", "threadIdx.x"))
+    rewritten(tmp_path, member)
 
 
 def test_a_call_through_a_pointer_where_a_reading_helper_is_taken_as_a_value_is_refused(tmp_path):
