@@ -695,7 +695,7 @@ def _joined(body: str) -> str:
 # A function's `__device__` and `__host__` are among them: every function a kernel calls is taken for device
 # code whatever spells its qualifiers (swzc.analysis); `__global__` never is.
 _QUALIFIER_WORD = (r'\b(?:__restrict__|__restrict|restrict|const|volatile|inline|__inline__|__forceinline__|__noinline__|'
-                   r'static|constexpr|__device__|__host__|__grid_constant__)\b|\bextern\s*"C"')
+                   r'static|constexpr|__device__|__host__|__grid_constant__|__shared__)\b|\bextern\s*"C"')
 
 
 def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:

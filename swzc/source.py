@@ -197,6 +197,12 @@ def blank(data: bytes, ranges: tuple[tuple[int, int], ...] = ()) -> bytes:
 
 # `#include <x.h> ` with blanks after the path: the grammar wants the line to end at the path, so the
 # blanks are moved in front of it (the same bytes, the same length).
+# `#if defined(X) and not Y`: C++'s alternative tokens, which the grammar's directive conditions do not take,
+# as the operators they stand for, padded to the same length.
+_CONDITION_LINE = re.compile(rb"^[ \t]*#[ \t]*(?:el)?if\b[^\n]*", re.M)
+_ALTERNATIVE_TOKEN = re.compile(rb"\b(?:and|or|not|bitand|bitor|xor|compl|not_eq)\b")
+_OPERATOR = {b"and": b"&& ", b"or": b"||", b"not": b"!  ", b"bitand": b"&     ", b"bitor": b"|    ", b"xor": b"^  ",
+             b"compl": b"~    ", b"not_eq": b"!=    "}
 _INCLUDE_TRAILING = re.compile(rb"^([ \t]*#[ \t]*include[ \t]*)([<\"][^>\"\n]*[>\"])([ \t]+)(?=\r?$)", re.M)
 
 
@@ -206,6 +212,7 @@ def parse_view(data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> bytes:
     launch configuration's braced sizes (`<<<n, {16, 16, 1}>>>`, which the grammar does not take) in
     parentheses: the analysis reads such a size from the file's bytes, where it is still braced."""
     view = _INCLUDE_TRAILING.sub(lambda m: m.group(1) + m.group(3) + m.group(2), data)
+    view = _CONDITION_LINE.sub(lambda m: _ALTERNATIVE_TOKEN.sub(lambda t: _OPERATOR[t.group()], m.group()), view)
     view = _LAUNCH_CONFIG.sub(lambda m: m.group(0).replace(b"{", b"(").replace(b"}", b")"), view)
     view = _HIP_DYNAMIC_SHARED.sub(_dynamic_shared, view)
     return blank(_BLANKED.sub(lambda m: bytes(c if c in b"\r\n" else 32 for c in m.group(0)), view), blanked)

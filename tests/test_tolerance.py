@@ -181,6 +181,7 @@ def test_blanking_never_reaches_across_a_line_end():
     "template <typename T> __device__ T* smem() { extern __shared__ __align__(sizeof(T)) unsigned char s[]; return (T*)s; }\n",
     "void CUDART_CB done(void* data) {}\n",
     "__global__ __maxnreg__(64) void capped(float* x) { x[0] = 1.f; }\n",
+    "#if defined(X) and not defined(Y) or (Z bitand 1)\nint a;\n#elif not_eq_ or Q\nint b;\n#endif\n",
     "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
     "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
     # explicit instantiations of a class template, and their extern declarations
@@ -302,6 +303,10 @@ def test_qualifier_macros_are_read_as_the_compiler_expands_them(tmp_path):
     result, doc, out = run(tmp_path, macro + kernel + LAUNCH)
     assert doc["syntax_errors"] == [] and statuses(doc)["tile2d"][0] == "rewritten", result.output
     assert "const float * RESTRICT src = a;" in out.read_text()
+    # __shared__ through a macro
+    shared = KERNEL.replace("  float acc = 0.0f;\n", "  SHMEM float tile[16];\n  tile[threadIdx.x % 16] = 0.f;\n  float acc = tile[0];\n")
+    result, doc, out = run(tmp_path, "#define SHMEM __shared__\n" + shared + LAUNCH)
+    assert doc["syntax_errors"] == [] and statuses(doc)["tile2d"][0] == "rewritten", result.output
     # a macro that expands to more than qualifiers is not read as nothing
     result, doc, _ = run(tmp_path, "#define RESTRICT __restrict__ float\n" + kernel + LAUNCH + OTHER)
     assert doc["syntax_errors"] and statuses(doc)["tile2d"][0] == "refused"
