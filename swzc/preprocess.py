@@ -151,6 +151,8 @@ def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, 
             path = child.child_by_field_name("path")
             if path is not None and path.type == "string_literal":
                 _include(_text(path)[1:-1], table, state, folder, stack)
+            elif path is not None and path.type == "system_lib_string":  # <lib/x.cuh>: the project's -I folders only
+                _include_angled(_text(path)[1:-1], table, state, stack)
         elif kind in ("preproc_if", "preproc_ifdef"):
             _conditional(child, table, inactive, state, folder, stack)
         elif not _LEAVES.search(kind) and child.child_count:
@@ -286,6 +288,19 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     inactive: list[tuple[int, int]] = []
     _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
     state.headers.append(Header(path, spelled, header, tuple(inactive)))
+
+
+def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State, stack: list[str]) -> None:
+    """`#include <…>` as the compiler finds it in the -I folders, but not in a toolkit's own (the CUDA or HIP
+    headers, which hold none of the project's helpers); one not found there is a system header, not read."""
+    project = tuple(d for d in state.context.include_dirs if not _toolkit_folder(d))
+    path = _find_header(spelled, project[0], project[1:]) if project else None
+    if path is not None:
+        _include(path, table, state, os.path.dirname(path), stack)  # found: an absolute path, found again at once
+
+
+def _toolkit_folder(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, name)) for name in ("cuda_runtime.h", "hip/hip_runtime.h"))
 
 
 def _find_header(spelled: str, folder: str, include_dirs: tuple[str, ...]) -> str | None:

@@ -182,3 +182,16 @@ def test_a_call_through_a_pointer_where_a_reading_helper_is_taken_as_a_value_is_
     # called by name only, it is the file's own helper, rewritten with the kernel; a value that reads nothing is no reason
     rewritten(tmp_path, kernel.replace("__device__ Fn fp = pick;", "__device__ Fn fp = 0;"))
     rewritten(tmp_path, kernel.replace("return blockIdx.y + c;", "return c;"))
+
+
+def test_an_angled_include_is_read_from_the_include_folders_but_not_from_a_toolkits(tmp_path):
+    """`#include <mylib/helpers.cuh>` is found, as the compiler finds it, in an -I folder; a folder that holds
+    cuda_runtime.h is the toolkit's and is not read."""
+    (tmp_path / "inc" / "mylib").mkdir(parents=True)
+    (tmp_path / "inc" / "mylib" / "helpers.cuh").write_text("__device__ int shift(int c) { return c + (blockIdx.x & 1); }\n")
+    kernel = KERNEL.replace('#include "helpers.cuh"', "#include <mylib/helpers.cuh>")
+    result, status = run(tmp_path, "", kernel, "-I", str(tmp_path / "inc"))
+    assert status["tile2d"][0] == "refused" and "which helpers.cuh:1 defines" in status["tile2d"][1], result.output
+    (tmp_path / "inc" / "cuda_runtime.h").write_text("")
+    result, status = run(tmp_path, "", kernel, "-I", str(tmp_path / "inc"))
+    assert status["tile2d"][0] == "rewritten", result.output  # not read: the file's own assumption, as without -I
