@@ -1474,8 +1474,6 @@ def _set_aside_hazards(src: SourceFile, spans: list[tuple[int, int]], broken: _B
     return []
 
 
-
-
 def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str] = frozenset(),
                        inactive: tuple[tuple[int, int], ...] = ()) -> list[KernelInfo]:
     """Kernels whose definition tree-sitter could not parse at all: refused, so the user hears of them.  A
@@ -1533,7 +1531,7 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
 
 _GLOBAL_WORD = re.compile(rb"\b__global__\b")
 _NOT_HEADS = {"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string", "preproc_def",
-              "preproc_function_def", "preproc_arg"}
+              "preproc_function_def", "preproc_arg", "template_instantiation"}  # the last: `template __global__ void k<float>(…);`
 
 
 def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int],
@@ -1541,16 +1539,14 @@ def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int]
     """(name, why) of the kernel the `__global__` at `at` heads, where nothing found it; ("", "") where it is a
     comment's, a string's or a macro's, a clean declaration's (a prototype), a kernel's that was found, or
     in a part the build never reads (parsed as spaces)."""
-    if any(a <= at < b for a, b in (*src.blanked, *inactive)):  # a branch the build never takes
+    name = _head_name(src.data, at)
+    if not name or name in known or any(a <= at < b for a, b in (*src.blanked, *inactive)):  # or a branch never taken
         return "", ""
     node: Node | None = src.tree.root_node.descendant_for_byte_range(at, at + len("__global__"))
     while node is not None:
         if node.type in _NOT_HEADS or node.type == "declaration" and not node.has_error:
             return "", ""
         node = node.parent
-    name = _head_name(src.data, at)
-    if not name or name in known:
-        return "", ""
     after = bisect.bisect_left(starts, at)  # the first error at or after its head, else the last before it
     issue = src.errors[min(after, len(starts) - 1)] if starts else None
     return name, ("its definition is not one swzc could parse as a kernel" +

@@ -480,7 +480,9 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
                    "static const char* text = \"__global__ void quoted(\";\n"
                    "__global__ void elsewhere(const float* a, float* b, int n);\n"
                    "template <typename T> __global__ void tk(T* o) { o[blockIdx.x] = 3; }\n"
-                   "template __global__ void tk<float>(float*);\n")
+                   "template __global__ void tk<float>(float*);\n"
+                   "template <typename T> __global__ void declared_only(T*);\n"
+                   "template __global__ void declared_only(float*);\n")  # defined in a header: an instantiation
     result, doc, _ = run(tmp_path, not_kernels + KERNEL + LAUNCH + heads)
     status = statuses(doc)
     assert status["tile2d"][0] == "rewritten", result.output
