@@ -195,14 +195,14 @@ def blank(data: bytes, ranges: tuple[tuple[int, int], ...] = ()) -> bytes:
     return bytes(out)
 
 
-# `#include <x.h> ` with blanks after the path: the grammar wants the line to end at the path, so the
-# blanks are moved in front of it (the same bytes, the same length).
 # `#if defined(X) and not Y`: C++'s alternative tokens, which the grammar's directive conditions do not take,
 # as the operators they stand for, padded to the same length.
 _CONDITION_LINE = re.compile(rb"^[ \t]*#[ \t]*(?:el)?if\b[^\n]*", re.M)
 _ALTERNATIVE_TOKEN = re.compile(rb"\b(?:and|or|not|bitand|bitor|xor|compl|not_eq)\b")
 _OPERATOR = {b"and": b"&& ", b"or": b"||", b"not": b"!  ", b"bitand": b"&     ", b"bitor": b"|    ", b"xor": b"^  ",
              b"compl": b"~    ", b"not_eq": b"!=    "}
+# `#include <x.h> ` with blanks after the path: the grammar wants the line to end at the path, so the
+# blanks are moved in front of it (the same bytes, the same length).
 _INCLUDE_TRAILING = re.compile(rb"^([ \t]*#[ \t]*include[ \t]*)([<\"][^>\"\n]*[>\"])([ \t]+)(?=\r?$)", re.M)
 
 
