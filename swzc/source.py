@@ -182,8 +182,9 @@ _BLANKED = re.compile(
     # which the grammar reads as a declaration missing its name; the class's definition is elsewhere
     rb"|(?:\bextern[ \t]+)?\btemplate[ \t]+(?:class|struct|union)[ \t]+[\w:]+[ \t]*<[^;{}]{1,400};"
     # `typename` before a dependent type called as a function, `typename K::BlockScan(smem).Sum(x)` (CUB's
-    # collectives): without it the expression is a call, which is what it does
-    rb"|\btypename(?=[ \t]+(?:(?:template[ \t]+)?[A-Za-z_]\w*[ \t]*(?:<[^<>;{}()\n]*>)?[ \t]*::[ \t]*)+[A-Za-z_]\w*[ \t]*\((?![ \t]*\*))"
+    # collectives), or made from braces, `f(typename M::Tag{})`: without it the expression is a call or a
+    # braced construction, which is what it does
+    rb"|\btypename(?=[ \t]+(?:(?:template[ \t]+)?[A-Za-z_]\w*[ \t]*(?:<[^<>;{}()\n]*>)?[ \t]*::[ \t]*)+[A-Za-z_]\w*[ \t]*(?:\((?![ \t]*\*)|\{))"
 )
 
 

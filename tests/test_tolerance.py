@@ -181,6 +181,7 @@ def test_blanking_never_reaches_across_a_line_end():
     "template <typename T> __device__ T* smem() { extern __shared__ __align__(sizeof(T)) unsigned char s[]; return (T*)s; }\n",
     "void CUDART_CB done(void* data) {}\n",
     "__global__ __maxnreg__(64) void capped(float* x) { x[0] = 1.f; }\n",
+    "template <class M> __device__ int g() { auto a = typename M::Tag{}; return h(typename M::Tag{}, 2); }\n",
     "#if defined(X) and not defined(Y) or (Z bitand 1)\nint a;\n#elif not_eq_ or Q\nint b;\n#endif\n",
     "void f() { auto l = [=] __device__ (int i) { return i; }; }\n",
     "void g() { auto l = [=](int i) __host__ __device__ { return i; }; }\n",
