@@ -480,6 +480,7 @@ class _Kernel:
         self.shared_structs: set[str] = set()  # structs whose methods hand out shared memory
         self.struct_nodes = facts.structs
         self.array_fields: dict[str, bool] = {}  # field name -> every field of that name is an array
+        self.written: dict[tuple[str, int], bool] = {}  # (vector, its definition) -> written after it
         for node in facts.structs:
             name = text(node.child_by_field_name("name"))
             if name and b"__shared__" in (node.text or b""):
@@ -772,7 +773,13 @@ class _Kernel:
 
     def _written(self, name: str, where: Node) -> bool:
         """Whether the function holding `where` assigns to `name` or a part of it, or takes its address, after
-        its definition."""
+        its definition (found once per definition: a kernel may read p.x many times)."""
+        key = (name, where.start_byte)
+        if key not in self.written:
+            self.written[key] = self._writes_after(name, where)
+        return self.written[key]
+
+    def _writes_after(self, name: str, where: Node) -> bool:
         function = where
         while function.parent is not None and function.type != "function_definition":
             function = function.parent
