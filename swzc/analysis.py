@@ -1021,9 +1021,11 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
             calls.setdefault(name, set()).update(_calls(function, device))
 
     in_headers, header_defined = _header_readers(pre, block_macros)
-    reading = {h for h in _reach(set(device), calls) if any(helper_uses.get(r) for r in _reach({h}, calls))}
-    in_members = _member_readers(src, pre, block_macros, {f.start_byte for f, _ in functions(src.tree.root_node)}, reading)
-    escaping = _taken_as_value(src.tree.root_node, reading | in_members.keys())
+    # each device function that reads the block index, itself or through one it calls: name -> the first reader
+    reads_via = {h: via for h in device for via in [next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)]
+                 if via is not None}
+    in_members = _member_readers(src, pre, block_macros, {f.start_byte for f, _ in functions(src.tree.root_node)}, set(reads_via))
+    escaping = _taken_as_value(src.tree.root_node, reads_via.keys() | in_members.keys())
     variables = _variable_names(src.tree.root_node) if escaping else set()
     # device functions declared (in the file or its headers) and defined in neither: another file's, under -rdc
     defined = header_defined | {function_name(f) for f in _definitions_in(src.tree.root_node)}
@@ -1048,13 +1050,14 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         for h in sorted(reached):
             for hfunc, _ in device[h]:
                 hazards += _hazards(src, h, hfunc.child_by_field_name("body"), block_macros, volatile | _volatile_names(hfunc, True))
-        spans = [(function.start_byte, function.end_byte), *((f.start_byte, f.end_byte) for h in reached for f, _ in device[h]),
-                 *((node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ()))]
-        unseen = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)} - device.keys()
+        reach = (function, *(f for h in reached for f, _ in device[h]))  # the kernel and every helper it reaches
+        spans = [(f.start_byte, f.end_byte) for f in reach] + \
+            [(node.start_byte, node.end_byte) for _, node, *_ in launches_of.get(name, ())]
+        called = {c for f in reach for c in _callees(f)}
+        unseen = called - device.keys()
         hazards += _syntax_hazards(src, spans, unseen, broken) + _set_aside_hazards(src, spans, broken)
         for callee in sorted(unseen & (in_headers.keys() | elsewhere.keys())):
-            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
-                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            line = _first_call(reach, callee)
             if callee in in_headers:
                 why = (f"calls {callee} (line {line}), which {in_headers[callee]} defines and which reads the block index: "
                        "swzc rewrites only this file, so it would go on reading the block the hardware ran")
@@ -1063,33 +1066,29 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                        "file swzc reads (another file's, under -rdc): it may read the block index")
             hazards.append(Hazard(line, why, "header-helper"))
         # calls through a name, `f(x)` (not a member's `node.f(x)`), of one that is a variable here
-        through = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _called_names(f)} - device.keys()
+        through = {c for f in reach for c in _called_names(f)} - device.keys()
         through_pointer = sorted(through & variables) if escaping else []
         if through_pointer:  # a call through a variable, where a helper that reads the block index has its address taken
             callee = through_pointer[0]
-            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
-                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            line = _first_call(reach, callee)
             hazards.append(Hazard(line, f"calls through {callee} (line {line}), and {escaping[0]}, which reads the block "
                                   f"index, is taken as a value (line {escaping[1]}): it may be what {callee} calls, and it "
                                   "would go on reading the block the hardware ran", "header-helper"))
         functor = next((where for where in (in_members.get("operator()"), in_headers.get("operator()")) if where), None)
         if functor is not None:  # an object called as a function, where some operator() reads the block index
-            objects = _variable_names(function) | {v for h in reached for f, _ in device[h] for v in _variable_names(f)}
+            objects = {v for f in reach for v in _variable_names(f)}
             for callee in sorted(through & objects):
-                line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
-                           for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+                line = _first_call(reach, callee)
                 hazards.append(Hazard(line, f"calls the object {callee} (line {line}), and an operator() ({functor}) reads "
                                       "the block index: swzc does not rewrite it, so it would go on reading the block the "
                                       "hardware ran", "header-helper"))
-        called = {c for f in (function, *(f for h in reached for f, _ in device[h])) for c in _callees(f)}
         for callee in sorted(called & in_members.keys()):  # a file-scope function of the same name is no alibi
-            line = min(_line(n) for f in (function, *(f for h in reached for f, _ in device[h]))
-                       for n in walk(f.child_by_field_name("body")) if n.type == "call_expression" and _callee(n) == callee)
+            line = _first_call(reach, callee)
             hazards.append(Hazard(line, f"calls {callee} (line {line}), a member function ({in_members[callee]}) that reads "
                                   "the block index: swzc does not rewrite member functions, so it would go on reading "
                                   "the block the hardware ran", "header-helper"))
         for h in sorted(reached):  # the rewrite changes what h computes: no other file may call it
-            via = next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)
+            via = reads_via.get(h)
             for hfunc, _ in device[h] if via is not None else ():
                 if external_linkage(hfunc):
                     what = "reads the block index" if via == h else f"calls {via}, which reads the block index,"
@@ -1348,6 +1347,12 @@ def _taken_as_value(root: Node, names: set[str]) -> tuple[str, int] | None:
     return None
 
 
+def _first_call(functions: tuple[Node, ...], callee: str) -> int:
+    """The first line, in any of `functions`, that calls `callee`."""
+    return min(_line(n) for f in functions for n in walk(f.child_by_field_name("body"))
+               if n.type == "call_expression" and _callee(n) == callee)
+
+
 def _called_names(function: Node) -> set[str]:
     """The plain names a function's body calls (`f(x)`), not members (`obj.f(x)`) or qualified names."""
     return {text(f) for n in walk(function.child_by_field_name("body")) if n.type == "call_expression"
@@ -1491,19 +1496,15 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
     spelled = re.compile(rb"\b(" + b"|".join(re.escape(m.encode()) for m in sorted(global_macros)) + rb")\b") if global_macros else None
     for issue in src.errors:
         for match in _GLOBAL_WORD.finditer(src.data, issue.start, issue.end):
-            refused(_head_name(src.data, match.start()), match.start(), f"its definition cannot be parsed: {src.error_message(issue)}")
+            refused(_head_name(src.data, match.end()), match.start(), f"its definition cannot be parsed: {src.error_message(issue)}")
         if spelled is None:
             continue
         start = src.data.rfind(b"\n", 0, issue.start) + 1
         end = src.data.find(b"\n", issue.end)
         for use in spelled.finditer(src.data, start, len(src.data) if end < 0 else end):
-            head_end = min((i for i in (src.data.find(b"{", use.end()), src.data.find(b";", use.end())) if i >= 0),
-                           default=len(src.data))
-            names = [m.group(1) for m in _CALLED_HEAD.finditer(src.data, use.end(), head_end) if m.group(1) not in _NOT_NAMES]
-            if names:
-                refused(names[0].decode("utf-8", "surrogateescape"), use.start(),
-                        f"its definition spells __global__ through the macro {use.group(1).decode()}, which swzc cannot "
-                        f"parse: {src.error_message(issue)}")
+            refused(_head_name(src.data, use.end()), use.start(),
+                    f"its definition spells __global__ through the macro {use.group(1).decode()}, which swzc cannot "
+                    f"parse: {src.error_message(issue)}")
     # A kernel that parsed clean inside a region tree-sitter gave up on (an ERROR node that wraps whole
     # definitions: a struct it never saw close) is found by nothing else.
     starts = [issue.start for issue in src.errors]  # in document order
@@ -1516,7 +1517,7 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
         at = bisect.bisect_left(starts, node.start_byte)
         first = src.errors[at] if at < len(starts) and starts[at] < node.end_byte else None
         for match in _GLOBAL_WORD.finditer(src.data, node.start_byte, node.end_byte):
-            refused(_head_name(src.data, match.start()), match.start(),
+            refused(_head_name(src.data, match.end()), match.start(),
                     f"its definition lies in a stretch of the file swzc cannot parse (lines {node.start_point.row + 1}-"
                     f"{node.end_point.row + 1})" + (f": {src.error_message(first)}" if first is not None else ""))
     # The net under all of the above: every `__global__` in the file heads a kernel found, or a declaration,
@@ -1539,7 +1540,7 @@ def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int]
     """(name, why) of the kernel the `__global__` at `at` heads, where nothing found it; ("", "") where it is a
     comment's, a string's or a macro's, a clean declaration's (a prototype), a kernel's that was found, or
     in a part the build never reads (parsed as spaces)."""
-    name = _head_name(src.data, at)
+    name = _head_name(src.data, at + len("__global__"))
     if not name or name in known or any(a <= at < b for a, b in (*src.blanked, *inactive)):  # or a branch never taken
         return "", ""
     node: Node | None = src.tree.root_node.descendant_for_byte_range(at, at + len("__global__"))
@@ -1554,15 +1555,15 @@ def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int]
 
 
 def _head_name(data: bytes, at: int) -> str:
-    """The name a `__global__` at `at` declares: the last name before a parenthesis outside parentheses, up to
-    the first `{` or `;` (`__global__ LB(128) void k(…)` is k; attributes such as __launch_bounds__ are not
-    names); "" where there is none."""
+    """The name the head from `at` (just after `__global__`, or a macro that spells it) declares: the last name
+    before a parenthesis outside parentheses, up to the first `{` or `;` (`__global__ LB(128) void k(…)` is k;
+    attributes such as __launch_bounds__ are not names); "" where there is none."""
     head_end = len(data)
     for stop in (b"{", b";"):
         i = data.find(stop, at, at + 4096)
         head_end = min(head_end, i) if i >= 0 else head_end
     name, depth = "", 0
-    for token in _HEAD_TOKEN.finditer(data, at + len("__global__"), min(head_end, at + 4096)):
+    for token in _HEAD_TOKEN.finditer(data, at, min(head_end, at + 4096)):
         if token.group() == b"(":
             depth += 1
         elif token.group() == b")":
@@ -1575,7 +1576,6 @@ def _head_name(data: bytes, at: int) -> str:
 _HEAD_TOKEN = re.compile(rb"([A-Za-z_]\w*)\s*(?=\()|[()]")
 
 
-_CALLED_HEAD = re.compile(rb"([A-Za-z_]\w*)\s*\(")
 _NOT_NAMES = {b"__launch_bounds__", b"__attribute__", b"__align__", b"alignas", b"__declspec", b"__cluster_dims__",
               b"__maxnreg__"}
 

@@ -470,8 +470,7 @@ def refine(src: SourceFile, context: CompileContext | None = None, seen: Preproc
     ranges += _statement_macros(src.data, bodies, ranges)
     function_like = {name for name, m in table.items() if m is not None and m.params is not None}
     function_like |= seen.function_like if seen is not None else set()
-    ranges += _qualifier_macros(src.data, {k: v for k, v in bodies.items() if k not in function_like}, ranges)
-    ranges += _bounds_macros(src.data, {k: v for k, v in bodies.items() if k in function_like}, ranges)
+    ranges += _qualifier_macros(src.data, bodies, function_like, ranges)
     if not ranges:
         return src
     refined = load_bytes(src.path, src.data, tuple(sorted(set(ranges))))
@@ -618,10 +617,7 @@ def _statement_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanke
         name = head.group(2).decode()
         stop = start + head.end(2)
         if head.group(3):  # the arguments: to the matching parenthesis, over lines if they go on
-            opening = start + head.end(3) - 1
-            limit = min(len(data), opening + min(_MOST_ARGUMENT_BYTES, budget))
-            close = _closing(data, opening, limit)
-            budget -= (close if close >= 0 else limit) - opening
+            close, budget = _arguments_end(data, start + head.end(3) - 1, budget)
             if close < 0:
                 continue
             stop = close + 1
@@ -640,6 +636,14 @@ _MOST_ARGUMENT_BYTES = 4096  # a statement macro's arguments, over all their lin
 _MACRO_USE = re.compile(rb"([ \t]*)([A-Za-z_]\w*)[ \t]*(\()?")
 _NOTHING_AFTER = re.compile(rb"[ \t]*(?://[^\n]*)?\r?")
 _LAST_USE = re.compile(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)$")
+
+
+def _arguments_end(data: bytes, opening: int, budget: int) -> tuple[int, int]:
+    """The parenthesis that closes the one at `opening` (-1 when none within _MOST_ARGUMENT_BYTES, or within
+    what is left of `budget`, the bytes all such scans of a file may cover), and the budget left."""
+    limit = min(len(data), opening + min(_MOST_ARGUMENT_BYTES, budget))
+    close = _closing(data, opening, limit)
+    return close, budget - ((close if close >= 0 else limit) - opening)
 
 
 def _closing(data: bytes, opening: int, limit: int) -> int:
@@ -713,27 +717,15 @@ _QUALIFIER_WORD = (r'\b(?:__restrict__|__restrict|restrict|const|volatile|inline
                    r'static|constexpr|__device__|__host__|__grid_constant__|__shared__)\b|\bextern\s*"C"')
 
 
-def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Every use, outside directives, of an object-like macro each definition of which is empty or only such
-    qualifiers (launch bounds among them): parsed as spaces, as the compiler reads an empty one."""
-    names = {name.encode() for name, texts in bodies.items() if texts and all(_BOUNDS.fullmatch(_joined(t)) for t in texts)}
-    if not names:
-        return []
-    found = []
-    aside = _Ranges(blanked)
-    for start, end, text in _logical_lines(data):
-        if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or aside.holds(start):
-            continue
-        found += [(start + m.start(), start + m.end()) for m in _IDENTIFIER.finditer(text)
-                  if m.group() in names and not _CALL_AFTER.match(text, m.end())]  # one pass, however many names
-    return found
-
-
-def _bounds_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Every use, arguments and all on its line, of a function-like macro each definition of which is launch
-    bounds and qualifiers (`#define LB(n) __launch_bounds__(n)`, in `__global__ LB(256) void k(…)`): parsed as
-    spaces.  The bounds then come from the compiler's report, or the default."""
-    names = {name.encode() for name, texts in bodies.items() if texts and all(_BOUNDS.fullmatch(_joined(t)) for t in texts)}
+def _qualifier_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], function_like: set[str],
+                      blanked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Every use, outside directives, of a macro each definition of which is empty or only such qualifiers
+    (launch bounds among them): parsed as spaces, as the compiler reads an empty one.  An object-like one is
+    its name (`const float * RESTRICT x`); a function-like one is its name and its arguments, over lines if
+    they go on (`#define LB(n) __launch_bounds__(n)`, in `__global__ LB(256) void k(…)`; the bounds then come
+    from the compiler's report, or the default)."""
+    names = {name.encode(): name in function_like for name, texts in bodies.items()
+             if texts and all(_BOUNDS.fullmatch(_joined(t)) for t in texts)}
     if not names:
         return []
     found = []
@@ -742,14 +734,16 @@ def _bounds_macros(data: bytes, bodies: Mapping[str, tuple[str, ...]], blanked: 
     for start, end, text in _logical_lines(data):
         if _DIRECTIVE_LINE.fullmatch(text.rstrip(b"\r")) or aside.holds(start):
             continue
-        for m in _IDENTIFIER.finditer(text):
-            if m.group() in names and _CALL_AFTER.match(text, m.end()) and budget > 0:
-                opening = start + text.index(b"(", m.end())
-                limit = min(len(data), opening + min(_MOST_ARGUMENT_BYTES, budget))
-                close = _closing(data, opening, limit)  # the arguments may go on over lines
-                budget -= (close if close >= 0 else limit) - opening
-                if close >= 0:
-                    found.append((start + m.start(), close + 1))
+        for m in _IDENTIFIER.finditer(text):  # one pass, however many names
+            called = m.group() in names and _CALL_AFTER.match(text, m.end())
+            if m.group() not in names or names[m.group()] != bool(called):
+                continue
+            if not called:
+                found.append((start + m.start(), start + m.end()))
+                continue
+            close, budget = _arguments_end(data, start + text.index(b"(", m.end()), budget)
+            if close >= 0:
+                found.append((start + m.start(), close + 1))
     return found
 
 

@@ -21,16 +21,15 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import statistics
-import sys
 import json
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from compare import ncu_page  # noqa: E402
-from fit import DEFAULT_RESULTS, Kernel, measurements  # noqa: E402
+from fit import DEFAULT_RESULTS, Kernel, mae, measurements  # noqa: E402
 from swzc import hw as hwmodels  # noqa: E402
 from swzc.l2model import EFFECTIVE, IN_STEP, MERGED, SOFTNESS, L2Model  # noqa: E402
 
@@ -75,10 +74,6 @@ def pick_gap(k: Kernel, model: L2Model) -> float:
     predicted = [model.predict(r["candidate"], o, k.fp.adapter, k.fp.divisor).l2_hit_rate for r, o in zip(k.rows, k.maps)]
     top = max(range(len(k.rows)), key=lambda i: predicted[i])
     return max(r["l2_hit_pct"] for r in k.rows) - k.rows[top]["l2_hit_pct"]
-
-
-def mae(values: list[float]) -> float:
-    return statistics.mean(abs(v) for v in values)
 
 
 def slots_third_constant(hw) -> tuple[list[tuple[float, float]], float, float]:
