@@ -3,7 +3,7 @@ lines.
 
     taskset -c 0 python bench/broken_scaling.py   # prints a table, writes bench/results/broken_scaling.json
 
-Two kinds of file, each run in its own child process through the library call `rewrite_file` (no compile
+Four kinds of file, each run in its own child process through the library call `rewrite_file` (no compile
 check), as bench/scaling.py does:
 - `broken`: bench/scaling.py's generated file, with per 1,000 lines what real code brings that the grammar does
   not take: uses of a qualifier-only macro in declarations, statement macros without a semicolon (one of them
@@ -12,7 +12,9 @@ check), as bench/scaling.py does:
 - `unclosed`: a hostile file: one kernel, then nothing but lines that open a statement macro's arguments and
   never close them, the case where looking for the closing parenthesis over several lines costs most;
 - `macros`: a hostile file: half its lines define empty macros named like the words the other half uses,
-  the case where looking for uses of macros that expand to nothing costs most.
+  the case where looking for uses of macros that expand to nothing costs most;
+- `heads`: a hostile file: one kernel, then nothing but kernel heads the grammar cannot take (a launch-bounds
+  macro, a parameter list that never closes), the case where naming every `__global__` swzc did not find costs most.
 Targets: those of bench/scaling.py (10k lines in 10 s, 50k in 60 s on one core), and time per line not growing
 with the file.
 """
@@ -67,10 +69,15 @@ def many_macros(lines: int) -> str:
     return "#define RESTRICT __restrict__\n#define TIC { }\n" + defines + KERNEL + "void f() {\n  TIC\n" + code + "}\n"
 
 
+def heads(lines: int) -> str:
+    return "#define LB(n) __launch_bounds__(n)\n" + KERNEL + "".join(f"__global__ LB(a(1)) void k{i}(float* x\n"
+                                                                   for i in range(lines - 8))
+
+
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="swzc-broken-") as tmp:
-        for kind, make in (("broken", broken), ("unclosed", unclosed), ("macros", many_macros)):
+        for kind, make in (("broken", broken), ("unclosed", unclosed), ("macros", many_macros), ("heads", heads)):
             for lines in SIZES:
                 path = Path(tmp) / f"{kind}_{lines}.cu"
                 path.write_text(make(lines))

@@ -1558,12 +1558,12 @@ def _head_name(data: bytes, at: int) -> str:
     """The name the head from `at` (just after `__global__`, or a macro that spells it) declares: the last name
     before a parenthesis outside parentheses, up to the first `{` or `;` (`__global__ LB(128) void k(…)` is k;
     attributes such as __launch_bounds__ are not names); "" where there is none."""
-    head_end = len(data)
-    for stop in (b"{", b";"):
-        i = data.find(stop, at, at + 4096)
-        head_end = min(head_end, i) if i >= 0 else head_end
+    head_end = min(len(data), at + 4096)
+    for stop in (b"{", b";", b"__global__"):  # a head holds no other kernel's: all the scans stay linear in the file
+        i = data.find(stop, at + (stop == b"__global__"), head_end)
+        head_end = i if i >= 0 else head_end
     name, depth = "", 0
-    for token in _HEAD_TOKEN.finditer(data, at, min(head_end, at + 4096)):
+    for token in _HEAD_TOKEN.finditer(data, at, head_end):
         if token.group() == b"(":
             depth += 1
         elif token.group() == b")":

@@ -504,6 +504,7 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
     from swzc.analysis import _head_name
     assert _head_name(b"__global__ void k(int a) __attribute__((used)) {", 0) == "k"
     assert _head_name(b"__global__ void __launch_bounds__(256, 2) k(int a);", 0) == "k"
+    assert _head_name(b" Y(a)\n__global__ void k(int a);", 0) == "Y"  # never read into the next kernel's head
 
 
 def test_hip_dynamic_shared_is_read_as_the_declaration_it_expands_to(tmp_path):
