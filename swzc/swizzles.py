@@ -300,6 +300,14 @@ CUSTOM_SIGNATURE = "uint3 {name}(const uint3 block, const uint3 grid)"
 # (swzc.llm.restrict): the user's macros cannot reach names swzc reserves.
 VARIABLE_PREFIX = "swzc_v_"
 _COMPILED_SIGNATURE = f"uint3 {{name}}(const uint3 {VARIABLE_PREFIX}block, const uint3 {VARIABLE_PREFIX}grid)"
+# The only characters a body from outside may hold, in what is checked and in what is compiled: every reader
+# of the text (Python, tree-sitter, g++, nvcc) agrees on where its lines end and what is whitespace.
+COMPILABLE_TEXT = re.compile(r"[\t\n\x20-\x7e]*")
+
+
+def custom_function(name: str, body: str) -> str:
+    """The function a checked body is compiled as (host and device alike), its text put in unchanged."""
+    return f"static __device__ __forceinline__ {_COMPILED_SIGNATURE.format(name=name)} {{\n{body}\n}}\n"
 
 _CUSTOM_ADAPTER = {
     "2d": (
@@ -333,6 +341,8 @@ class CustomSwizzle:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,40}", self.label):
             raise ValueError(f"a custom swizzle's label must be 1-40 of [A-Za-z0-9_.:-], not {self.label!r}")
+        if not COMPILABLE_TEXT.fullmatch(self.body):
+            raise ValueError("a custom swizzle's body must be printable ASCII, tabs and newlines only")
 
     steps = ()  # no built-in steps
     is_identity = False  # only the proof can tell
@@ -354,10 +364,9 @@ class CustomSwizzle:
         return f"{self.body_function}_{adapter}"
 
     def definition(self) -> str:
-        """The body's own function."""
-        indented = "".join(f"  {line}\n" if line.strip() else "\n" for line in self.body.strip("\n").splitlines())
+        """The body's own function: the checked text, byte for byte, inside the head it was checked in."""
         return (f"// {self.name}: proposed outside the built-in family, restricted to integer arithmetic and proven.\n"
-                f"static __device__ __forceinline__ {_COMPILED_SIGNATURE.format(name=self.body_function)} {{\n{indented}}}\n")
+                + custom_function(self.body_function, self.body))
 
     def adapter_cxx(self, adapter: str) -> str:
         params = _ADAPTER_HEAD[adapter][0]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from swzc.source import parse
-from swzc.swizzles import CUSTOM_SIGNATURE, MIN_MAX_CXX, VARIABLE_PREFIX
+from swzc.swizzles import COMPILABLE_TEXT, CUSTOM_SIGNATURE, MIN_MAX_CXX, VARIABLE_PREFIX, custom_function
 
 __all__ = ["Checked", "MIN_MAX_CXX", "Violation", "check_body"]
 
@@ -86,9 +86,38 @@ def check_body(body: str) -> Checked:
     if soft or walk.violations:
         return _rejected(soft + walk.violations)
     compiled = bytearray(source[len(_HEAD) : len(source) - len(_TAIL)])
-    for start, end, name in sorted([*walk.renames, *_prefixed(function_body, source)], reverse=True):
+    renames = [*walk.renames, *_prefixed(function_body, source)]
+    for start, end, name in sorted(renames, reverse=True):
         compiled[start - len(_HEAD) : end - len(_HEAD)] = name.encode()
-    return Checked(compiled.decode("utf-8"), ())
+    text = compiled.decode("ascii")
+    if not _reads_as_checked(function_body, source, {start: name for start, _, name in renames}, text):
+        return _rejected([_violation(1, "the renamed body does not read as the checked one")])
+    return Checked(text, ())
+
+
+def _reads_as_checked(body: Node, source: bytes, renames: dict[int, str], compiled: str) -> bool:
+    """Whether `compiled`, in the function it is compiled as, parses to the tree that was checked: the same
+    nodes, the same tokens, only the renamed names changed.  What is compiled is then what was checked."""
+    if not COMPILABLE_TEXT.fullmatch(compiled):
+        return False
+    wrapped = custom_function("swzc_candidate", compiled).encode()
+    root = parse(wrapped).root_node
+    top = [n for n in root.named_children if n.type != "comment"]
+    other = top[0].child_by_field_name("body") if len(top) == 1 and top[0].type == "function_definition" else None
+    if other is None or root.has_error:
+        return False
+    pairs = [(body, other)]
+    while pairs:
+        a, b = pairs.pop()
+        if a.type != b.type or a.child_count != b.child_count:
+            return False
+        if a.child_count == 0:
+            was = source[a.start_byte : a.end_byte].decode("ascii")
+            now = wrapped[b.start_byte : b.end_byte].decode("ascii")
+            if now != renames.get(a.start_byte, was):
+                return False
+        pairs.extend(zip(a.children, b.children))
+    return True
 
 
 def _prefixed(body: Node, source: bytes) -> list[tuple[int, int, str]]:
@@ -131,6 +160,10 @@ def _rejected(violations: list[Violation]) -> Checked:
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"\x00"), "NUL bytes are not allowed", True),
     (re.compile(r"[\x01-\x08\x0b-\x1f\x7f]"), "control characters are not allowed (only newlines and tabs)", True),
+    # Every other character outside printable ASCII, comments included: readers down the chain (Python's
+    # str.splitlines, tree-sitter, g++, nvcc, a terminal) disagree on which of them end a line, are
+    # whitespace or reorder the text on screen, so none may reach the text that is checked and compiled.
+    (re.compile(r"[^\x00-\x7f]"), "only printable ASCII, tabs and newlines are allowed (comments included)", True),
     (re.compile(r"^[ \t]*#"), "preprocessor directives are not allowed", True),
     (re.compile(r"^[ \t]*[^ \t#][^#]*#"), "# is not allowed (no preprocessor)", True),
     (re.compile(r"\\$"), "backslash-newline continuations are not allowed", True),
@@ -173,7 +206,6 @@ def _parsed_body(root: Node, source: bytes, lines: int) -> tuple[Node | None, li
     """The candidate's compound statement, if the wrapped text parsed cleanly as exactly that function with the
     body inside it; otherwise what went wrong."""
     problems: list[Violation] = []
-    comments: list[tuple[int, int]] = []
     stack = [root]
     while stack:
         node = stack.pop()
@@ -184,16 +216,8 @@ def _parsed_body(root: Node, source: bytes, lines: int) -> tuple[Node | None, li
             snippet = source[node.start_byte : node.end_byte].decode("utf-8", "replace").strip().split("\n")[0][:30]
             problems.append(_violation(_line(node, lines), f"cannot parse {snippet!r}"))
             continue
-        if node.type == "comment":
-            comments.append((node.start_byte, node.end_byte))
-            continue
-        stack.extend(node.children)
-    for match in re.finditer(rb"[\x80-\xff]+", source):
-        if len(problems) >= MAX_REPORTED:
-            break
-        if not any(start <= match.start() < end for start, end in comments):
-            problems.append(_violation(source.count(b"\n", 0, match.start()),
-                                       "non-ASCII characters are only allowed in comments"))
+        if node.type != "comment":
+            stack.extend(node.children)
     if problems:
         return None, problems
     top = [n for n in root.named_children if n.type != "comment"]
