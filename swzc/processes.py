@@ -22,7 +22,7 @@ OUTPUT_LINES = 12  # lines of a failed run's output kept in a message
 class Finished:
     command: str  # as a shell would read it
     returncode: int | None  # None: killed after the timeout
-    stdout: str
+    stdout: str  # bytes for a run given `input` (binary in and out)
     stderr: str
     timeout: float | None = None
 
@@ -52,26 +52,34 @@ class Finished:
 
 
 def run(command: Sequence[str] | str, timeout: float, cwd: Path | str | None = None,
-        env: Mapping[str, str] | None = None, shell: bool = False) -> Finished:
-    """Run to the end, or kill its whole process group at `timeout` seconds or on any exception."""
-    (finished,) = run_all([command], timeout, cwd, env, shell)
+        env: Mapping[str, str] | None = None, shell: bool = False, input: bytes | None = None,
+        pass_fds: Sequence[int] = ()) -> Finished:
+    """Run to the end, or kill its whole process group at `timeout` seconds or on any exception.
+
+    With `input`, the child reads those bytes on stdin and its output is kept as bytes; otherwise stdin is
+    empty and the output is text.  `pass_fds` are descriptors the child inherits (no other is)."""
+    (finished,) = run_all([command], timeout, cwd, env, shell, input, pass_fds)
     return finished
 
 
 def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path | str | None = None,
-            env: Mapping[str, str] | None = None, shell: bool = False) -> list[Finished]:
+            env: Mapping[str, str] | None = None, shell: bool = False, input: bytes | None = None,
+            pass_fds: Sequence[int] = ()) -> list[Finished]:
     """Start every command at once (each in its own group) and wait for all; the timeout counts per command."""
     started: list[subprocess.Popen] = []
+    binary = input is not None
     try:
         for command in commands:
             started.append(subprocess.Popen(command, shell=shell, cwd=cwd, env=dict(env) if env is not None else None,
-                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            text=True, errors="replace", start_new_session=True))
+                                            stdin=subprocess.PIPE if binary else subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(pass_fds),
+                                            text=not binary, errors=None if binary else "replace",
+                                            start_new_session=True))
         results = []
         for command, process in zip(commands, started):
             written = command if isinstance(command, str) else shlex.join(command)
             try:
-                out, err = process.communicate(timeout=timeout)
+                out, err = process.communicate(input, timeout=timeout)
             except subprocess.TimeoutExpired:
                 _kill(process)
                 out, err = _drain(process)
@@ -106,9 +114,10 @@ def _reap(process: subprocess.Popen) -> None:
 
 def _drain(process: subprocess.Popen) -> tuple[str, str]:
     """What a killed process left in its pipes; a child that escaped its group may hold them open: give up then."""
+    empty = "" if process.text_mode else b""
     try:
         out, err = process.communicate(timeout=5)
-        return out or "", err or ""
+        return out or empty, err or empty
     except (subprocess.TimeoutExpired, ValueError, OSError):
         process.kill()
-        return "", ""
+        return empty, empty

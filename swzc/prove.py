@@ -11,12 +11,14 @@ import atexit
 import functools
 import hashlib
 import os
+import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +146,7 @@ class Proof:
     sampled: bool  # True when the grid was not known and sample shapes stood in for it
     identity: bool  # the mapping left every block where it was, on every shape
     failure: str | None = None  # the first counterexample, if any
+    sandbox: tuple[str, ...] = ()  # the sandbox layers the prover ran under
 
     @property
     def ok(self) -> bool:
@@ -174,15 +177,29 @@ def host_compiler() -> list[str]:
 # were hashed (/proc/self/fd), so a file swapped in after the check is never run.  Without a usable cache
 # folder, the prover is built in a private temporary folder removed when swzc exits: never in a shared
 # folder where another user could plant a file under a name swzc would run.
+#
+# The prover is built from text that may come from outside (an LLM's body), so it is built to stop at
+# undefined behaviour (a shift by the width or more, a division by zero, a signed overflow: what the host
+# and the GPU may compute differently) and it runs in a sandbox (native/sandbox.cpp, built and cached the
+# same way): limits on memory, CPU time, files and processes; no network; a system-call filter that leaves
+# reading its requests, computing and answering.  SANDBOX_LAYERS are the layers asked for; each run says
+# which were in force.
 
-_PROVER_FLAGS = ("-O2", "-std=c++11")
+_PROVER_FLAGS = ("-O2", "-std=c++11", "-fsanitize=undefined", "-fno-sanitize-recover=all")
+_SANDBOX_FLAGS = ("-O2", "-std=c++11")
+_SANDBOX_LIBS = ("-ldl",)
 _BUILD_TIMEOUT_S = 300
 _BY_DESCRIPTOR = os.path.isdir("/proc/self/fd")
+SANDBOX_LAYERS = ("rlimits", "namespaces", "seccomp")
+
+RUN_TIMEOUT_S = 120
+RUN_CPU_S = 110  # CPU seconds, below the wall-clock timeout so that a busy loop is named as such
+RUN_MEMORY_BYTES = 4 << 30  # the proof of the largest enumerated grid needs 64 MiB of marks; the rest is slack
 
 
 @dataclass(frozen=True)
-class Prover:
-    """A verified prover binary, held open for as long as it is used."""
+class Binary:
+    """A verified binary of swzc's own building, held open for as long as it is used."""
 
     fd: int
     where: str  # its path, for messages (and to run it where there is no /proc/self/fd)
@@ -190,27 +207,60 @@ class Prover:
     def __post_init__(self) -> None:
         weakref.finalize(self, os.close, self.fd)
 
-    def run(self, request: bytes) -> subprocess.CompletedProcess:
-        """Run it on `request`; a run past RUN_TIMEOUT_S or RUN_MEMORY_BYTES is a failure (a body from outside
-        the family, bounded as it is, must still not tie swzc up)."""
-        command = _limited([f"/proc/self/fd/{self.fd}"] if _BY_DESCRIPTOR else [self.where])
-        try:
-            return subprocess.run(command, input=request, capture_output=True, pass_fds=(self.fd,) if _BY_DESCRIPTOR else (),
-                                  timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise SwzcError(f"the swizzle prover did not finish in {RUN_TIMEOUT_S} s", ExitCode.CHECK_FAILED) from None
+    @property
+    def path(self) -> str:
+        return f"/proc/self/fd/{self.fd}" if _BY_DESCRIPTOR else self.where
 
 
-RUN_TIMEOUT_S = 120
-RUN_MEMORY_BYTES = 4 << 30  # the proof of the largest enumerated grid needs 64 MiB of marks; the rest is slack
+@dataclass(frozen=True)
+class Ran:
+    """A prover run: how it ended, its output, and the sandbox layers that were in force."""
+
+    finished: processes.Finished
+    stdout: bytes
+    stderr: str  # the prover's own, without the sandbox's line
+    layers: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.finished.returncode == 0
 
 
-def _limited(command: list[str]) -> list[str]:
-    """The command with its address space capped by the shell's ulimit before it starts (no Python runs in
-    the child between fork and exec, which is not safe in a process with threads)."""
-    if not os.path.exists("/bin/sh"):
-        return command
-    return ["/bin/sh", "-c", f'ulimit -v {RUN_MEMORY_BYTES // 1024} && exec "$0"', *command]
+@dataclass(frozen=True)
+class Prover:
+    """A verified prover binary and the sandbox it runs in."""
+
+    binary: Binary
+    sandbox: Binary | None  # None where the platform cannot build or run it: only limits then
+    program: str  # the C++ it was built from, to say where in it a run stopped
+
+    @property
+    def where(self) -> str:
+        return self.binary.where
+
+    def run(self, request: bytes) -> Ran:
+        """Run it in its sandbox on `request`.  Past RUN_TIMEOUT_S the run is a failure (a body from outside the
+        family, bounded as it is, must still not tie swzc up)."""
+        layers = SANDBOX_LAYERS
+        if self.sandbox is not None:
+            command = [self.sandbox.path, str(self.binary.fd), str(RUN_MEMORY_BYTES), str(RUN_CPU_S), ",".join(layers)]
+            fds: tuple[int, ...] = (self.sandbox.fd, self.binary.fd)
+        else:  # no launcher: the shell sets the limits before it becomes the prover
+            limits = (f"ulimit -v {RUN_MEMORY_BYTES // 1024} && ulimit -t {RUN_CPU_S} && ulimit -f 0 && ulimit -c 0"
+                      if "rlimits" in layers else "true")
+            command = ["/bin/sh", "-c", f'{limits} && echo "swzc-sandbox: {"rlimits" if "rlimits" in layers else "none"}" >&2 && exec "$0"',
+                       self.binary.path]
+            fds = (self.binary.fd,) if _BY_DESCRIPTOR else ()
+        finished = processes.run(command, RUN_TIMEOUT_S, cwd=_private_folder(), env={}, input=request, pass_fds=fds)
+        if finished.timed_out:
+            raise SwzcError(f"the swizzle prover did not finish in {RUN_TIMEOUT_S} s", ExitCode.CHECK_FAILED)
+        err = bytes(finished.stderr).decode("utf-8", "replace")
+        first, _, rest = err.partition("\n")
+        in_force: tuple[str, ...] = ()
+        if first.startswith("swzc-sandbox: "):
+            in_force = tuple(x for x in first.removeprefix("swzc-sandbox: ").split(",") if x and x != "none")
+            err = rest
+        return Ran(finished, bytes(finished.stdout), err, in_force)
 
 
 @functools.cache
@@ -221,11 +271,11 @@ def _private_folder() -> Path:
     return folder
 
 
-def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
-    source = _private_folder() / f"prover-{key}.cpp"
+def _compile(program: str, compiler: list[str], flags: tuple[str, ...], stem: str, libs: tuple[str, ...] = ()) -> Path:
+    source = _private_folder() / f"{stem}.cpp"
     source.write_text(program)
-    built = _private_folder() / f"prover-{key}"
-    cmd = [*compiler, *_PROVER_FLAGS, "-o", str(built), str(source)]
+    built = _private_folder() / stem
+    cmd = [*compiler, *flags, "-o", str(built), str(source), *libs]
     run = processes.run(cmd, _BUILD_TIMEOUT_S, env={**os.environ, "TMPDIR": str(_private_folder())})
     if run.timed_out:
         raise SwzcError(f"the swizzle prover did not compile in {_BUILD_TIMEOUT_S} s: {shlex.join(cmd)}", ExitCode.CHECK_FAILED)
@@ -235,28 +285,106 @@ def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
     return built
 
 
-def prover_key(program: str, compiler: list[str]) -> str:
-    """The cache key of a prover: its program and the command that compiles it."""
-    return hashlib.sha256("\0".join([*compiler, *_PROVER_FLAGS, program]).encode()).hexdigest()[:32]
+def _compile_prover(program: str, compiler: list[str], key: str) -> Path:
+    return _compile(program, compiler, _PROVER_FLAGS, f"prover-{key}")
+
+
+def prover_key(program: str, compiler: list[str], flags: tuple[str, ...] | None = None) -> str:
+    """The cache key of a binary: its program and the command that compiles it (the prover's flags unless
+    others are given)."""
+    return hashlib.sha256("\0".join([*compiler, *(_PROVER_FLAGS if flags is None else flags), program]).encode()).hexdigest()[:32]
+
+
+def _cached(name: str, build: Callable[[], Path]) -> Binary:
+    """Entry `name` of swzc's private cache when an intact one is there (swzc.cache), else built (and cached)."""
+    with cache.folder() as folder:
+        if folder is not None:
+            entry = cache.lookup(folder[0], name)
+            if entry is not None:
+                return Binary(entry[0], os.path.join(folder[1], name))
+        built = build()
+        fd = os.open(built, os.O_RDONLY | os.O_CLOEXEC)
+        if folder is not None:
+            cache.store(folder[0], name, built.read_bytes())
+        return Binary(fd, str(built))
+
+
+def _sandbox(compiler: list[str]) -> Binary | None:
+    """The sandbox launcher, where the platform runs programs from a descriptor and the compiler builds it."""
+    if not _BY_DESCRIPTOR:
+        return None
+    program = resources.files("swzc.native").joinpath("sandbox.cpp").read_text(encoding="utf-8")
+    key = prover_key(program, compiler, _SANDBOX_FLAGS + _SANDBOX_LIBS)
+    try:
+        return _cached(f"sandbox-{key}", lambda: _compile(program, compiler, _SANDBOX_FLAGS, f"sandbox-{key}", _SANDBOX_LIBS))
+    except SwzcError:
+        return None  # not Linux: the limits alone, set by the shell
 
 
 @functools.lru_cache(maxsize=32)
 def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Prover:
-    """The prover for these swizzles: from swzc's private cache when an intact one is there (swzc.cache),
-    else compiled (and cached)."""
+    """The prover for these swizzles, with its sandbox."""
     program = host_program(list(uses))
     compiler = host_compiler()
     key = prover_key(program, compiler)
-    with cache.folder() as folder:
-        if folder is not None:
-            entry = cache.lookup(folder[0], f"prover-{key}")
-            if entry is not None:
-                return Prover(entry[0], os.path.join(folder[1], f"prover-{key}"))
-        built = _compile_prover(program, compiler, key)
-        fd = os.open(built, os.O_RDONLY | os.O_CLOEXEC)
-        if folder is not None:
-            cache.store(folder[0], f"prover-{key}", built.read_bytes())
-        return Prover(fd, str(built))
+    binary = _cached(f"prover-{key}", lambda: _compile_prover(program, compiler, key))
+    return Prover(binary, _sandbox(compiler), program)
+
+
+# ---- why a run failed, in words that may go to the user and back to the LLM -------------------------------
+
+# The sanitizer's reports that are repeated; anything else it says is summarised (the prover's output is
+# outside text too, and a message goes back to the LLM).
+_UB_REPORT = re.compile(r"\.cpp:(\d+):\d+: runtime error: ((?:shift exponent|left shift of|division by zero|division of"
+                        r"|signed integer overflow|negation of|load of value|index -?\d+ out of bounds)[ -~]{0,160})")
+_SIGNALS = {
+    "SIGSYS": "it made a system call outside the sandbox (the body reached past integer arithmetic)",
+    "SIGXCPU": f"it ran past its {RUN_CPU_S} s of CPU time",
+    "SIGKILL": f"it ran past its limits ({RUN_CPU_S} s of CPU time, {RUN_MEMORY_BYTES >> 30} GiB of memory)",
+    "SIGABRT": f"it aborted (out of its {RUN_MEMORY_BYTES >> 30} GiB of memory, or a failed check)",
+    "SIGFPE": "an arithmetic fault (a division by zero or an overflowing division)",
+    "SIGSEGV": "it read or wrote outside its memory",
+    "SIGBUS": "it read or wrote outside its memory",
+    "SIGILL": "it reached an illegal instruction (a trap)",
+    "SIGXFSZ": "it tried to write a file",
+}
+
+
+def _where_in(program: str, line: int) -> str:
+    """Which formula of the program a line falls in, said as its name and the line within its body."""
+    lines = program.split("\n")
+    for at in range(min(line, len(lines)) - 1, -1, -1):
+        match = re.match(r"// (custom:[A-Za-z0-9_.:-]+#[0-9a-f]+): proposed", lines[at])
+        if match and at + 1 < line - 1:
+            return f" in {match[1]}, line {line - at - 2} of its body"
+        if lines[at].startswith("static ") and at < line - 1 and not lines[at].rstrip().endswith("{"):
+            break
+    return ""
+
+
+def why_failed(ran: Ran, program: str, request: str) -> str:
+    """Why a run failed: the sanitizer's report, the signal, or the exit status; and on which request."""
+    finished = ran.finished
+    answered = len(ran.stdout.decode("ascii", "replace").splitlines())
+    asked = [line for line in request.splitlines() if line[:1] in ("p", "d")]
+    on = ""
+    if answered < len(asked):
+        _, _, gx, gy, gz, n = asked[answered].split()
+        on = f" on grid {gx}x{gy}x{gz}" + (f" n={n}" if n != "0" else "")
+    report = _UB_REPORT.search(ran.stderr)
+    if report is not None:
+        what = f"undefined behaviour{_where_in(program, int(report[1]))}: {report[2].strip()}"
+    elif "runtime error:" in ran.stderr:
+        what = "undefined behaviour (the sanitizer stopped it)"
+    elif finished.returncode is not None and finished.returncode < 0:
+        status = finished.status().removeprefix("was killed by ")
+        what = f"killed by {status}: {_SIGNALS.get(status, 'a signal')}"
+    elif finished.returncode == 0:
+        what, on = "it gave too few or too many answers", ""
+    else:
+        what = finished.status()
+    layers = ", ".join(ran.layers) or "none"
+    return f"{what}{on} (sandbox: {layers})"
 
 
 def sample_shapes(adapter: str) -> tuple[Shape, ...]:
@@ -286,11 +414,11 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
         jobs.append((spec, adapter, chosen, sampled))
         which = distinct.index((spec, adapter))
         lines += [f"p {which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]
-    run = prover.run(("\n".join(lines) + "\n").encode())
+    request = "\n".join(lines) + "\n"
+    run = prover.run(request.encode())
     answers = run.stdout.decode("utf-8", "replace").splitlines()
-    if run.returncode != 0 or len(answers) != len(lines):
-        raise SwzcError(f"the swizzle prover {prover.where} failed: {run.stderr.decode('utf-8', 'replace').strip()}",
-                        ExitCode.CHECK_FAILED)
+    if not run.ok or len(answers) != len(lines):
+        raise SwzcError(f"the swizzle prover failed: {why_failed(run, prover.program, request)}", ExitCode.CHECK_FAILED)
     proofs = []
     at = 0
     for spec, adapter, shapes, sampled in jobs:
@@ -301,7 +429,7 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
             None,
         )
         identity = failure is None and all(a == "ok 1" for a in mine)
-        proofs.append(Proof(spec.name, adapter, shapes, sampled, identity, failure))
+        proofs.append(Proof(spec.name, adapter, shapes, sampled, identity, failure, run.layers))
     return proofs
 
 
@@ -317,6 +445,7 @@ def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape, limit: int 
     request = (f"l {blocks}\n" if limit is not None else "") + "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
     run = prover.run(request.encode())
     data = np.frombuffer(run.stdout, dtype=np.uint32)
-    if run.returncode != 0 or data.size != 3 * blocks * len(uses):
-        raise SwzcError(f"the swizzle prover {prover.where} failed to list block orders", ExitCode.CHECK_FAILED)
+    if not run.ok or data.size != 3 * blocks * len(uses):
+        raise SwzcError(f"the swizzle prover failed to list block orders: {why_failed(run, prover.program, request)}",
+                        ExitCode.CHECK_FAILED)
     return [chunk.reshape(blocks, 3) for chunk in np.split(data, len(uses))] if uses else []

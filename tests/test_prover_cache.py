@@ -27,7 +27,8 @@ def fresh_prover():
 
 
 def _entries(folder: Path) -> list[str]:
-    return sorted(os.listdir(folder)) if folder.is_dir() else []
+    """The cache's prover entries (the sandbox launcher's are kept beside them)."""
+    return sorted(name for name in os.listdir(folder) if name.startswith("prover-")) if folder.is_dir() else []
 
 
 def _key() -> str:
@@ -129,7 +130,7 @@ def test_a_symbolic_link_in_the_cache_is_not_followed(tmp_path, monkeypatch, lin
         (tmp_path / "base" / "swzc" / f"prover-{key}.sha256").write_bytes(cache._stamp(f"prover-{key}", planted.read_bytes()))
     (proof,) = prover.prove(JOB)
     assert proof.ok and not proof.identity and not (tmp_path / "ran").exists()
-    assert _entries(elsewhere) == ([] if link == "folder" else ["planted"])
+    assert sorted(os.listdir(elsewhere)) == ([] if link == "folder" else ["planted"])
 
 
 def _open_descriptors() -> int:
@@ -207,31 +208,44 @@ def test_a_freshly_built_prover_is_owner_only_and_runnable_whatever_the_umask(tm
     assert stat.S_IMODE(built.stat().st_mode) == 0o700
 
 
+def _recording(monkeypatch) -> list[tuple[list[str], dict]]:
+    """Every command swzc runs from here on, with its options."""
+    ran: list[tuple[list[str], dict]] = []
+    real_run = prover.processes.run
+    monkeypatch.setattr(prover.processes, "run",
+                        lambda cmd, timeout, **kw: ran.append((cmd, {**kw, "timeout": timeout})) or real_run(cmd, timeout, **kw))
+    return ran
+
+
 def test_without_proc_the_prover_runs_by_its_path(tmp_path, monkeypatch):
-    """Where /proc/self/fd is missing the verified binary is run by path; the answers are the same."""
+    """Where /proc/self/fd is missing the verified binary is run by path, under the shell's limits; the
+    answers are the same."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(prover, "_BY_DESCRIPTOR", False)
-    ran = []
-    real_run = prover.subprocess.run
-    monkeypatch.setattr(prover.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or real_run(cmd, **kw))
+    ran = _recording(monkeypatch)
     (proof,) = prover.prove(JOB)
-    assert proof.ok and ran[-1][-1].endswith(f"/prover-{_key()}") and "/proc/self/fd" not in " ".join(ran[-1])
+    command, _ = ran[-1]
+    assert proof.ok and command[-1].endswith(f"/prover-{_key()}") and "/proc/self/fd" not in " ".join(command)
+    assert command[:2] == ["/bin/sh", "-c"] and f"ulimit -v {prover.RUN_MEMORY_BYTES // 1024} && ulimit -t {prover.RUN_CPU_S}" in command[2]
+    assert proof.sandbox == ("rlimits",)
 
 
-def test_the_prover_runs_under_a_memory_limit_and_a_time_limit(monkeypatch):
-    ran = []
-    real_run = prover.subprocess.run
-    monkeypatch.setattr(prover.subprocess, "run", lambda cmd, **kw: ran.append((cmd, kw)) or real_run(cmd, **kw))
+def test_the_prover_runs_in_its_sandbox_with_limits_and_a_timeout(monkeypatch):
+    ran = _recording(monkeypatch)
     (proof,) = prover.prove(JOB)
     command, options = ran[-1]
-    assert proof.ok and command[:3] == ["/bin/sh", "-c", f'ulimit -v {prover.RUN_MEMORY_BYTES // 1024} && exec "$0"']
-    assert options["timeout"] == prover.RUN_TIMEOUT_S
+    assert proof.ok and command[0].startswith("/proc/self/fd/")
+    assert command[2:5] == [str(prover.RUN_MEMORY_BYTES), str(prover.RUN_CPU_S), "rlimits,namespaces,seccomp"]
+    assert options["env"] == {} and options["timeout"] == prover.RUN_TIMEOUT_S and len(options["pass_fds"]) == 2
+    assert {"rlimits", "seccomp"} <= set(proof.sandbox)
 
 
 def test_a_prover_past_its_time_is_a_failed_check_not_a_hang(monkeypatch):
-    def slow(cmd, **kw):
-        raise prover.subprocess.TimeoutExpired(cmd, kw["timeout"])
+    prover.build_prover(GROUPED)  # built before the runner is replaced
 
-    monkeypatch.setattr(prover.subprocess, "run", slow)
+    def slow(cmd, timeout, **kw):
+        return prover.processes.Finished("prover", None, b"", b"", timeout)
+
+    monkeypatch.setattr(prover.processes, "run", slow)
     with pytest.raises(SwzcError, match=f"did not finish in {prover.RUN_TIMEOUT_S} s"):
         prover.prove(JOB)

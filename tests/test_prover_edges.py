@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from swzc import prove as prover
+from swzc import processes, prove as prover
 from swzc.errors import ExitCode, SwzcError
 from swzc.swizzles import parse_spec
 
@@ -105,9 +105,10 @@ def test_sample_shapes_are_what_an_unknown_grid_is_proven_on():
 
 # ---- what is read back from the prover -----------------------------------------------------------------
 
-class _Answer:
-    def __init__(self, returncode: int, stdout: bytes, stderr: bytes = b"") -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+def _Answer(returncode: int, stdout: bytes, stderr: bytes = b"") -> prover.Ran:
+    """A prover run that ended so, as Prover.run reports it."""
+    finished = processes.Finished("prover", returncode, stdout, stderr)  # type: ignore[arg-type]
+    return prover.Ran(finished, stdout, stderr.decode(), ())
 
 
 @pytest.mark.parametrize("returncode, stdout", [
@@ -119,7 +120,11 @@ def test_a_prover_that_fails_or_answers_the_wrong_count_is_a_failed_check(monkey
     monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(returncode, stdout, b"boom"))
     with pytest.raises(SwzcError) as caught:
         prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
-    assert caught.value.code == ExitCode.CHECK_FAILED and "failed: boom" in caught.value.message
+    message = caught.value.message
+    assert caught.value.code == ExitCode.CHECK_FAILED and message.startswith("the swizzle prover failed: ")
+    assert "boom" not in message  # what the prover printed is not repeated: it may be outside text
+    assert ("exited with status 1" if returncode else "too few or too many answers") in message
+    assert ("grid 5x7x1" in message) == (returncode == 1 and not stdout)
 
 
 def test_a_failure_names_the_grid_and_the_block(monkeypatch):
