@@ -45,8 +45,10 @@ def compiler(dialect: str) -> str | None:
 
 
 def source_name(src_path: str) -> str:
-    """The name a file is compiled under: its own, with a suffix the compiler takes as CUDA or HIP."""
-    name = os.path.basename(src_path) or "kernel.cu"
+    """The name a file is compiled under: its own, with a suffix the compiler takes as CUDA or HIP, and any
+    character but letters, digits and . _ + - made '_' (the copy's name is swzc's to choose, and the driver
+    hands it to a shell)."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(src_path)).lstrip("-") or "kernel.cu"
     if not name.endswith((".cu", ".hip", ".cuh", ".cpp")):
         name += ".cu"
     if name.endswith(".cuh"):

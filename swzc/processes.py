@@ -8,6 +8,7 @@ into KeyboardInterrupt or SystemExit) the group is killed before the exception g
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -15,7 +16,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from swzc.errors import ExitCode, SwzcError
+
 OUTPUT_LINES = 12  # lines of a failed run's output kept in a message
+
+# Compiler drivers that run their own steps through a shell, each argument put inside double quotes
+# ("nvcc -dryrun" shows it): there `$(…)`, backquotes, a double quote or a backslash would be read by the
+# shell, so such an argument runs code or becomes other arguments.  No argument of theirs may hold one.
+REREAD_BY_A_SHELL = frozenset({"nvcc", "hipcc", "hipcc.pl", "hipcc.bin"})
+_SHELL_SPECIAL = re.compile(r'[$`"\\\x00-\x1f\x7f]')
+
+
+def check_arguments(command: Sequence[str]) -> None:
+    """Refuse (exit 2) a compiler command with an argument its driver's shell would read as code."""
+    if not command or os.path.basename(command[0]) not in REREAD_BY_A_SHELL:
+        return
+    for argument in command[1:]:
+        if _SHELL_SPECIAL.search(argument):
+            raise SwzcError(f"{os.path.basename(command[0])} would hand the argument {argument!r} to a shell, which reads "
+                            "$, `, \", \\ and control characters as code: rename the file or folder, or change the flag "
+                            "(from -D/-I, --compile-flag, [tool.swzc] or compile_commands.json) that holds it",
+                            ExitCode.BAD_INPUT)
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,9 @@ def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path |
             env: Mapping[str, str] | None = None, shell: bool = False, input: bytes | None = None,
             pass_fds: Sequence[int] = ()) -> list[Finished]:
     """Start every command at once (each in its own group) and wait for all; the timeout counts per command."""
+    for command in commands:
+        if not isinstance(command, str):
+            check_arguments(command)
     started: list[subprocess.Popen] = []
     binary = input is not None
     try:

@@ -1,0 +1,87 @@
+"""nvcc runs its steps through a shell, each argument inside double quotes: an argument holding $(…), a
+backquote, a double quote or a backslash would run code.  No such argument reaches it, whoever chose it (a
+-D, a folder's name, a compilation database); the copy it compiles is named by swzc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from support import NAIVE_GEMM
+
+from swzc import processes
+from swzc.cli import main
+from swzc.errors import SwzcError
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+SPECIAL = ["$(touch {m})", "`touch {m}`", '"; touch {m}; "', "\\$(touch {m})", "a\ntouch {m}"]
+
+
+@pytest.mark.parametrize("argument", ["-DX=$(id)", "-DX=`id`", '-DX="a"', "-I/x\\y", "-DX=1\n", "/tmp/$HOME/k.cu", "\x7f"])
+@pytest.mark.parametrize("driver", ["nvcc", "/usr/local/cuda/bin/nvcc", "hipcc", "hipcc.pl"])
+def test_an_argument_a_shell_would_read_never_reaches_the_driver(driver, argument):
+    with pytest.raises(SwzcError) as caught:
+        processes.check_arguments([driver, "-c", argument])
+    assert caught.value.code == 2 and "to a shell" in caught.value.message
+
+
+def test_other_programs_and_plain_arguments_pass():
+    processes.check_arguments(["g++", "-DX=$(id)"])  # g++ runs no shell: its arguments are only arguments
+    processes.check_arguments(["nvcc", "-I/a b/c", "-DN=4096", "-DS=(1+2)*3", "-std=c++17", "k.cu"])
+
+
+@needs_nvcc
+@pytest.mark.parametrize("special", SPECIAL)
+def test_a_define_that_would_run_code_is_refused_and_nothing_runs(tmp_path, monkeypatch, special):
+    marker = tmp_path / "ran"
+    (tmp_path / "k.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["rewrite", "k.cu", "-D", "X=" + special.format(m=marker), "--json"])
+    assert result.exit_code == 2 and "to a shell" in result.output and not marker.exists()
+
+
+@needs_nvcc
+def test_without_the_check_the_same_define_runs_code(tmp_path, monkeypatch):
+    """What the check stops is real: switched off, nvcc's shell runs the command."""
+    marker = tmp_path / "ran"
+    (tmp_path / "k.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(processes, "check_arguments", lambda command: None)
+    CliRunner().invoke(main, ["rewrite", "k.cu", "-D", f"X=$(touch {marker})"])
+    assert marker.exists()
+
+
+@needs_nvcc
+def test_a_folder_name_that_would_run_code_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "$(touch ran)"
+    folder.mkdir()
+    (folder / "k.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(main, ["rewrite", "k.cu"])
+    assert result.exit_code == 2 and "to a shell" in result.output
+    assert not (folder / "ran").exists() and not (tmp_path / "ran").exists()
+
+
+@needs_nvcc
+def test_a_file_name_that_would_run_code_is_compiled_under_a_plain_name(tmp_path, monkeypatch):
+    name = "$(touch ran)`touch ran2`.cu"
+    (tmp_path / name).write_text(NAIVE_GEMM)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["rewrite", name, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["compile"]["status"] == "ok"
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "ran2").exists()
+
+
+@needs_nvcc
+def test_a_compilation_database_define_that_would_run_code_is_refused(tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    (tmp_path / "k.cu").write_text(NAIVE_GEMM)
+    (tmp_path / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(tmp_path), "file": "k.cu", "arguments": ["nvcc", f"-DX=$(touch {marker})", "-c", "k.cu"]}]))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["rewrite", "k.cu"])
+    assert result.exit_code == 2 and not marker.exists()
