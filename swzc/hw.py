@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from importlib import resources
@@ -158,6 +159,9 @@ def parse_model(text: str, origin: str) -> HardwareModel:
     for name in ("name", "vendor", "arch", "dispatch"):
         if not isinstance(raw[name], str):
             raise SwzcError(f"{origin}: {name} must be a string")
+    if not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?|gfx[0-9a-f]{3,4}(:[a-z]+[+-])*", raw["arch"]):
+        # it goes onto the compiler's command line (-arch=, --offload-arch=): a target name, nothing else
+        raise SwzcError(f"{origin}: arch {raw['arch']!r} is not a GPU target such as sm_90 or gfx942")
     if not isinstance(raw["sources"], dict) or not all(isinstance(v, str) and v.strip() for v in raw["sources"].values()):
         raise SwzcError(f"{origin}: [sources] must map each figure to a non-empty string")
     for name in ("block_to_cu", "cu_partition"):

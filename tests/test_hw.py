@@ -229,3 +229,16 @@ def test_model_file_that_cannot_be_read(tmp_path, kind):
     with pytest.raises(SwzcError) as info:
         hw.load(str(path))
     assert info.value.code == ExitCode.BAD_INPUT and info.value.message.startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize("arch", ["sm_90 -ccbin /tmp/evil", "sm_90$(id)", "--compiler-bindir=/x", "sm_90\n", "gfx942 -Xclang", ""])
+def test_the_arch_is_a_target_name_and_nothing_else(arch):
+    """It goes onto the compiler's command line (-arch=, --offload-arch=), and a model file may come with a project."""
+    with pytest.raises(SwzcError) as info:
+        hw.parse_model(_edit("arch", f'"{arch}"'.replace("\n", "\\n")), "x.toml")
+    assert info.value.code == ExitCode.BAD_INPUT and "not a GPU target" in info.value.message
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100", "gfx942", "gfx90a", "gfx90a:sramecc+:xnack-"])
+def test_real_target_names_are_accepted(arch):
+    assert hw.parse_model(_edit("arch", f'"{arch}"'), "x.toml").arch == arch
