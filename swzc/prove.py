@@ -25,7 +25,7 @@ import numpy as np
 
 from swzc import cache, processes
 from swzc.errors import ExitCode, SwzcError
-from swzc.swizzles import SwizzleSpec, cxx_library
+from swzc.swizzles import CustomSwizzle, SwizzleSpec, cxx_library
 
 # A grid is (gx, gy, gz) and, for the 1d adapter, the decode divisor n (0 otherwise).
 Shape = tuple[int, int, int, int]
@@ -92,8 +92,8 @@ int main() {
       const unsigned long long total = (unsigned long long)gx * gy * gz;
       out.reserve((size_t)(total < limit ? total : limit) * 3);
       unsigned long long emitted = 0;
-      for (unsigned bz = 0; bz < gz; ++bz)
-        for (unsigned by = 0; by < gy; ++by)
+      for (unsigned bz = 0; bz < gz && emitted < limit; ++bz)  // the first `limit` only: never the grid's size
+        for (unsigned by = 0; by < gy && emitted < limit; ++by)
           for (unsigned bx = 0; bx < gx && emitted < limit; ++bx, ++emitted) {
             const uint3 r = apply(which, bx, by, bz, gx, gy, n);
             out.push_back(r.x);
@@ -232,7 +232,7 @@ class Prover:
 
     binary: Binary
     sandbox: Binary | None  # None where the platform cannot build or run it: only limits then
-    program: str  # the C++ it was built from, to say where in it a run stopped
+    bodies: tuple[tuple[str, int, int], ...] = ()  # where outside bodies are in its program (body_lines)
 
     @property
     def where(self) -> str:
@@ -328,7 +328,7 @@ def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Prover:
     compiler = host_compiler()
     key = prover_key(program, compiler)
     binary = _cached(f"prover-{key}", lambda: _compile_prover(program, compiler, key))
-    return Prover(binary, _sandbox(compiler), program)
+    return Prover(binary, _sandbox(compiler), body_lines(program, uses))
 
 
 # ---- why a run failed, in words that may go to the user and back to the LLM -------------------------------
@@ -350,19 +350,26 @@ _SIGNALS = {
 }
 
 
-def _where_in(program: str, line: int) -> str:
-    """Which formula of the program a line falls in, said as its name and the line within its body."""
-    lines = program.split("\n")
-    for at in range(min(line, len(lines)) - 1, -1, -1):
-        match = re.match(r"// (custom:[A-Za-z0-9_.:-]+#[0-9a-f]+): proposed", lines[at])
-        if match and at + 1 < line - 1:
-            return f" in {match[1]}, line {line - at - 2} of its body"
-        if lines[at].startswith("static ") and at < line - 1 and not lines[at].rstrip().endswith("{"):
-            break
+def _where_in(bodies: tuple[tuple[str, int, int], ...], line: int) -> str:
+    """Which outside body a line of the prover's program falls in, said as its name and the line within it."""
+    for name, first, last in bodies:
+        if first <= line <= last:
+            return f" in {name}, line {line - first + 1} of its body"
     return ""
 
 
-def why_failed(ran: Ran, program: str, request: str) -> str:
+def body_lines(program: str, uses: tuple[tuple[SwizzleSpec, str], ...]) -> tuple[tuple[str, int, int], ...]:
+    """(name, first line, last line) in `program` of each body from outside the family (CustomSwizzle)."""
+    found = []
+    for spec, _ in uses:
+        if isinstance(spec, CustomSwizzle) and spec.name not in (name for name, _, _ in found):
+            head = program.index(spec.definition()) + spec.definition().index("{\n") + 2
+            first = program.count("\n", 0, head) + 1
+            found.append((spec.name, first, first + spec.body.count("\n")))
+    return tuple(found)
+
+
+def why_failed(ran: Ran, bodies: tuple[tuple[str, int, int], ...], request: str) -> str:
     """Why a run failed: the sanitizer's report, the signal, or the exit status; and on which request."""
     finished = ran.finished
     answered = len(ran.stdout.decode("ascii", "replace").splitlines())
@@ -373,7 +380,7 @@ def why_failed(ran: Ran, program: str, request: str) -> str:
         on = f" on grid {gx}x{gy}x{gz}" + (f" n={n}" if n != "0" else "")
     report = _UB_REPORT.search(ran.stderr)
     if report is not None:
-        what = f"undefined behaviour{_where_in(program, int(report[1]))}: {report[2].strip()}"
+        what = f"undefined behaviour{_where_in(bodies, int(report[1]))}: {report[2].strip()}"
     elif "runtime error:" in ran.stderr:
         what = "undefined behaviour (the sanitizer stopped it)"
     elif finished.returncode is not None and finished.returncode < 0:
@@ -418,7 +425,7 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
     run = prover.run(request.encode())
     answers = run.stdout.decode("utf-8", "replace").splitlines()
     if not run.ok or len(answers) != len(lines):
-        raise SwzcError(f"the swizzle prover failed: {why_failed(run, prover.program, request)}", ExitCode.CHECK_FAILED)
+        raise SwzcError(f"the swizzle prover failed: {why_failed(run, prover.bodies, request)}", ExitCode.CHECK_FAILED)
     proofs = []
     at = 0
     for spec, adapter, shapes, sampled in jobs:
@@ -446,6 +453,6 @@ def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape, limit: int 
     run = prover.run(request.encode())
     data = np.frombuffer(run.stdout, dtype=np.uint32)
     if not run.ok or data.size != 3 * blocks * len(uses):
-        raise SwzcError(f"the swizzle prover failed to list block orders: {why_failed(run, prover.program, request)}",
+        raise SwzcError(f"the swizzle prover failed to list block orders: {why_failed(run, prover.bodies, request)}",
                         ExitCode.CHECK_FAILED)
     return [chunk.reshape(blocks, 3) for chunk in np.split(data, len(uses))] if uses else []
