@@ -20,7 +20,7 @@ import click
 from swzc import __version__
 from swzc import hw as hwmodels
 
-from swzc import config, outputs
+from swzc import clean, config, outputs
 from swzc.analysis import FileAnalysis
 from swzc.bench import PROFILERS, report_json
 from swzc.entry import interrupt_received, report_interrupt
@@ -57,7 +57,7 @@ def examples(*lines: str) -> str:
 
 
 def _fail(message: str, code: ExitCode) -> None:
-    click.echo(f"swzc: error: {message}", err=True)
+    clean.echo(f"swzc: error: {message}", err=True)
     sys.exit(int(code))
 
 
@@ -68,7 +68,7 @@ def _json_error(exc: SwzcError) -> None:
     if ctx is None or not ctx.params.get("as_json"):
         return
     file = ctx.params.get("file")
-    click.echo(json.dumps({"file": file, "exit_code": int(exc.code), "error": exc.message, **exc.details}, indent=2))
+    clean.echo(clean.dumps({"file": file, "exit_code": int(exc.code), "error": exc.message, **exc.details}))
 
 
 def _interrupted() -> NoReturn:
@@ -119,12 +119,18 @@ class Commands(click.Group):
             return super().make_context(*args, **kwargs)
         except KeyboardInterrupt:
             _interrupted()
+        except click.ClickException as exc:  # click quotes the command line (a file named like an option) as it is
+            exc.message = clean.text(exc.message)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             _interrupted()
+        except click.ClickException as exc:
+            exc.message = clean.text(exc.message)
+            raise
 
 
 @contextmanager
@@ -338,6 +344,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                       launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)
     if bench:
         from rich.console import Console  # only the benchmark shows progress
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -345,6 +352,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
             task = bar.add_task("benchmarking", total=None)
 
             def progress(text: str) -> None:  # "kernel: candidate (n/N)"
+                text = escape(clean.text(text))  # kernel and candidate names: shown, not obeyed (rich reads markup)
                 counted = re.search(r" \((\d+)/(\d+)\)$", text)
                 if counted is None:
                     bar.update(task, description=f"benchmarking {text}")
@@ -381,13 +389,11 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     report = (_rewrite_json(result, output, in_place, patch_out) if as_json
               else _rewrite_text(result, bool(output or in_place or patch_out), patch_note, verbose))
     if not quiet or as_json:
-        click.echo(report, err=to_stdout)
-    if output == STDOUT:
-        sys.stdout.buffer.write(result.new)
-        sys.stdout.flush()
+        clean.echo(report, err=to_stdout)
+    if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
+        clean.write_exact(result.new)
     if patch_out == STDOUT:
-        sys.stdout.buffer.write(patch)
-        sys.stdout.flush()
+        clean.write_exact(patch)
     sys.exit(int(result.exit_code))
 
 
@@ -506,7 +512,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
                                                          "detail": result.compile.detail},
         "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},
     }
-    return json.dumps(doc, indent=2)
+    return clean.dumps(doc)
 
 
 @main.command(epilog=examples("swzc analyze gemm.cu", "swzc analyze gemm.cu --hw mi300x --set N=8192 --json"))
@@ -532,10 +538,10 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
     records = _analysis_records(src, analysis, hw, bound, compile_file, context.compile_flags())
     notes = [*context_notes, *analysis.notes]
     if as_json:
-        click.echo(json.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
-                               "syntax_errors": _syntax_json(src.errors), "notes": notes}, indent=2))
+        clean.echo(clean.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
+                                "syntax_errors": _syntax_json(src.errors), "notes": notes}))
     else:
-        click.echo("\n".join([_analysis_text(analysis, hw, records), *_syntax_lines(src.path, src.errors),
+        clean.echo("\n".join([_analysis_text(analysis, hw, records), *_syntax_lines(src.path, src.errors),
                               *(f"  note: {n}" for n in notes)]))
     # as `rewrite` would end: 1 when kernels read the block index and none would be rewritten
     if any(r["status"] in ("refused", "declined", "unranked") for r in records) and not any(r["status"] == "candidate" for r in records):
@@ -671,10 +677,10 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
     report = probing.summary(result)
     if output:
         outputs.write_together(from_output, [(Output("--output", output), model.encode("utf-8"))])
-        click.echo(f"{report}\n  wrote {output}")
+        clean.echo(f"{report}\n  wrote {output}")
     else:
-        click.echo(report, err=True)
-        click.echo(model, nl=False)
+        clean.echo(report, err=True)
+        clean.echo(model, nl=False)
 
 
 if __name__ == "__main__":

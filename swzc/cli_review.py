@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import click
 
-from swzc import emitters, outputs
+from swzc import clean, emitters, outputs
 from swzc.analysis import LaunchFact
 from swzc.cli import build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option
 from swzc.entry import interrupt_received
@@ -101,20 +101,19 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
         except SwzcError as exc:
             if interrupt_received():  # a compiler killed by the interrupt reads as a failed check
                 raise KeyboardInterrupt from None
-            click.echo(f"swzc: error: {exc.message}", err=True)
+            clean.echo(f"swzc: error: {exc.message}", err=True)
             failed.append(exc)
     if not failed and set(facts) - named:
         raise SwzcError(f"--grid/--block name kernel(s) {', '.join(sorted(set(facts) - named))}, in none of FILES")
     if failed:
-        click.echo(f"swzc: {len(failed)} of {len(files)} file(s) failed; nothing written", err=True)
+        clean.echo(f"swzc: {len(failed)} of {len(files)} file(s) failed; nothing written", err=True)
         sys.exit(int(max(exc.code for exc in failed)))
     text = _render(output_format, results, changed if diff_base is not None else None)
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
     if target:  # checked against every FILE before any work; write_together checks it once more against the first
         outputs.write_together(files[0], [(target, data)])
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+    else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
+        clean.write_exact(data)
     sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
 
 

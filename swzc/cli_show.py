@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from swzc import outputs, picture
+from swzc import clean, outputs, picture
 from swzc.cli import (build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option,
                       verbosity)
 from swzc.outputs import Output
@@ -69,8 +69,8 @@ def command(file: str, output: str, html_out: str | None, kernel: str | None, sw
     quiet, _ = verbosity()
     if not quiet:
         orders = ", ".join(p.title for p in drawn.picture.panels)
-        click.echo(f"{analysis.path} (hw {hw.name}): kernel {drawn.kernel}: {orders}\n  {drawn.note}\n  wrote {output}"
+        clean.echo(f"{analysis.path} (hw {hw.name}): kernel {drawn.kernel}: {orders}\n  {drawn.note}\n  wrote {output}"
                    + (f" and {html_out}" if html_out else ""))
         for note in (*context_notes, *analysis.notes):
-            click.echo(f"  note: {note}")
+            clean.echo(f"  note: {note}")
     sys.exit(0)

@@ -9,8 +9,6 @@ suggestion names the `swzc rewrite` command that applies it.
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from swzc import clean
 from swzc.cli import (build_context, build_options, guarded, hw_option, input_limit, json_option, max_bytes_option, set_option,
                       verbosity)
 from swzc.entry import interrupt_received
@@ -119,7 +118,7 @@ class FileSuggestions:
             if found is not None:
                 lines.append(found.text(shown))
             elif verbose:
-                reason = " ".join(o.reason.split())  # one line per kernel, whatever the reason holds
+                reason = clean.one_line(o.reason)  # one line per kernel, whatever the reason holds
                 lines.append(f"{shown}:{o.line}: kernel {o.name}: {o.status}: {reason}")
         if verbose and not self.outcomes and not self.error:
             lines.append(f"{shown}: no __global__ kernels")
@@ -166,24 +165,15 @@ def _apply_command(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     refusal that came from kernels sharing a helper with different orders; so it is named only when every
     kernel that reads the block index was given that one order."""
     names = {o.name for o in outcomes}
-    words = ["swzc", "rewrite", path, *settings.passed]
+    words = [*settings.passed]
     words += [w for option, pair in settings.passed_launches if _kernel_of(pair) in names for w in (option, pair)]
     reading = [o for o in outcomes if o.status != "untouched"]
     orders = {o.swizzle for o in reading}
     if reading and all(o.status == "rewritten" for o in reading) and len(orders) == 1:
         words += ["--swizzle", str(orders.pop())]
     words.append("--in-place")
-    return " ".join(_shell_word(w) for w in words)
-
-
-def _shell_word(word: str) -> str:
-    """A word as a shell reads it back: shlex's quoting, or for one with a control character bash's $'…' form
-    (also zsh's and ksh's), so that the command stays on its line."""
-    if not any(ord(c) < 0x20 or ord(c) == 0x7F for c in word):
-        return shlex.quote(word)
-    escaped = "".join("\\\\" if c == "\\" else "\\'" if c == "'" else f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
-                      for c in word)
-    return f"$'{escaped}'"
+    # PATH as a name even where it starts with '-'; every word quoted, an unsafe character as a $'…' escape
+    return " ".join(["swzc", "rewrite", clean.shell_path(path), *map(clean.shell_word, words)])
 
 
 def _predicted(candidates: tuple[tuple[str, float, float], ...], name: str | None) -> Predicted | None:
@@ -273,16 +263,15 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
         report = suggest_file(path, settings)
         reports.append(report)
         if report.error:
-            click.echo(f"swzc: error: {report.error}", err=True)
+            clean.echo(f"swzc: error: {report.error}", err=True)
         if not as_json and not quiet:
             for line in report.lines(verbose or loud):
-                click.echo(line)
+                clean.echo(line)
     # A hook is given only the files a commit changed: a --grid for a kernel elsewhere is not an error.
     unused = sorted({_kernel_of(p) for p in (*grids, *blocks)} - {o.name for r in reports for o in r.outcomes})
     if unused and (verbose or loud):
-        click.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True)
+        clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True)
     code = exit_code(reports, exit_zero)
     if as_json:
-        click.echo(json.dumps({"hw": settings.hw.name, "exit_code": int(code), "files": [r.as_json() for r in reports]},
-                              indent=2))
+        clean.echo(clean.dumps({"hw": settings.hw.name, "exit_code": int(code), "files": [r.as_json() for r in reports]}))
     sys.exit(int(code))

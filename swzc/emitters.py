@@ -15,17 +15,17 @@
 Every range is made of whole lines (swzc.findings.LineHunk), so columns, counted in bytes by reviewdog
 and in characters by SARIF, never come into it.  JSON is written in ASCII (non-ASCII text escaped); a
 fix whose lines are not UTF-8 is reported without a suggestion, since JSON cannot carry its bytes.
+Every string is written through swzc.clean: a message, a kernel's or a file's name shows an invisible or
+control character as an escape; only the fix's own lines (the user's source) are carried exactly.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from swzc import __version__
+from swzc import __version__, clean
 from swzc.edits import apply_edits
 from swzc.findings import RULES, Finding, Part, Rule, findings_from, is_utf8, parts
 from swzc.patch import header_path, patch_from_edits
@@ -75,7 +75,8 @@ def _sarif_result(f: Finding) -> dict[str, Any]:
     }
     if all(h.text_is_utf8 for h in f.fix.hunks):
         # whole lines: without columns a region ends where endLine's text does, before its line end
-        replacements = [{"deletedRegion": {"startLine": h.start, "endLine": h.end}, "insertedContent": {"text": h.new}}
+        replacements = [{"deletedRegion": {"startLine": h.start, "endLine": h.end},
+                         "insertedContent": {"text": clean.Verbatim(h.new)}}
                         for h in f.fix.hunks]
         result["fixes"] = [{"description": {"text": f.fix.title},
                             "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}]}]
@@ -121,7 +122,7 @@ def rdjson(results: Sequence[RewriteResult]) -> str:
                 "code": {"value": _rule_of(part).id},
             }
             if part.hunk.text_is_utf8:
-                diagnostic["suggestions"] = [{"range": lines, "text": part.hunk.new}]
+                diagnostic["suggestions"] = [{"range": lines, "text": clean.Verbatim(part.hunk.new)}]
             else:
                 diagnostic["message"] += _NOT_UTF8
             diagnostics.append(diagnostic)
@@ -146,7 +147,8 @@ def github(results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int
         suggested = _suggestible(found, pieces, lines)
         shown = [p for p in pieces if any(f in suggested for f in p.findings) or (p.library and suggested)]
         for number, part in enumerate(shown, 1):
-            body = f"{_badge(_rule_of(part))} {_part_text(part, number, shown)}\n\n{_fenced('suggestion', part.hunk.new)}\n"
+            body = clean.join(f"{_badge(_rule_of(part))} {_part_text(part, number, shown)}\n\n",
+                              clean.Verbatim(clean.fenced("suggestion", part.hunk.new)), "\n")
             comments.append(_anchored(_path(result), part.hunk.start, part.hunk.end, body))
         for f in found:
             if f not in suggested:
@@ -182,9 +184,10 @@ def _plain(result: RewriteResult, f: Finding, lines: frozenset[int] | None, coun
     else:
         shared = (" The swizzle functions at its top are shared by this file's other kernels: insert them once."
                   if count > 1 else "")
-        body = (f"{_badge(f.rule)} {f.message}\n\n{where}Its fix changes lines {f.span[0]}-{f.span[1]}, and some of them "
-                "are not lines this pull request changes, so GitHub cannot take it as suggestions. Here it is as a "
-                f"patch for `git apply` at the repository root.{shared}\n\n{_fenced('diff', diff.rstrip(chr(10)))}\n")
+        body = clean.join(f"{_badge(f.rule)} {f.message}\n\n{where}Its fix changes lines {f.span[0]}-{f.span[1]}, and some "
+                          "of them are not lines this pull request changes, so GitHub cannot take it as suggestions. Here "
+                          f"it is as a patch for `git apply` at the repository root.{shared}\n\n",
+                          clean.Verbatim(clean.fenced("diff", diff.rstrip("\n"))), "\n")
     if anchor is None:
         return {"path": path, "subject_type": "file", "body": body}
     return _anchored(path, anchor, anchor, body)
@@ -218,16 +221,10 @@ def _badge(rule: Rule) -> str:
     return f"**swzc {rule.id} ({rule.name})**"
 
 
-def _fenced(info: str, text: str) -> str:
-    """A fenced code block whose fence is longer than any run of backticks in `text`."""
-    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"{fence}{info}\n{text}\n{fence}"
-
-
 def _path(result: RewriteResult) -> str:
     """A file as every format names it: relative to its git work tree's root, as the patch header does."""
     return header_path(result.path)[0]
 
 
 def _json(doc: Any) -> str:
-    return json.dumps(doc, indent=2) + "\n"
+    return clean.dumps(doc) + "\n"

@@ -104,7 +104,9 @@ def main() -> None:
         if interrupt_received():
             code = report_interrupt()
         else:
-            print(f"swzc: error: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr)
+            from swzc.clean import text  # the standard library's only: safe however far the imports got
+
+            print(text(f"swzc: error: internal error: {type(exc).__name__}: {exc} (please report this)"), file=sys.stderr)
             code = 3
     sys.exit(code)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import unidiff
 
+from swzc import clean
 from swzc.edits import Edit
 from swzc.errors import ExitCode, SwzcError
 
@@ -63,13 +64,22 @@ def _headers(path: str) -> str:
 
 
 def quoted(name: str) -> str:
-    """`name` as git shows a path: in quotes, escaped, when it holds a quote, a backslash or a control
-    character (a newline in a name cannot then start a line of its own), else as it is."""
-    return _quote(name) if any(c in _ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in name) else name
+    """`name` as git shows a path: in quotes, escaped, when it holds a quote, a backslash, a control character
+    or another character swzc.clean finds unsafe to show (a newline in a name cannot then start a line of its
+    own, nor a bidi control reorder the header), else as it is.  An unsafe character is written as the octal
+    escapes of its UTF-8 bytes, as git writes every byte past ASCII; git apply reads the name back exactly."""
+    return _quote(name) if any(c in _ESCAPES or ord(c) < 0x20 for c in name) or not clean.is_clean(name) else name
 
 
 def _quote(name: str) -> str:
-    return '"' + "".join(_ESCAPES.get(c) or (f"\\{ord(c):03o}" if ord(c) < 0x20 or ord(c) == 0x7F else c) for c in name) + '"'
+    def spelled(c: str) -> str:
+        if c in _ESCAPES:
+            return _ESCAPES[c]
+        if ord(c) < 0x20 or not clean.is_clean(c):
+            return "".join(f"\\{b:03o}" for b in c.encode("utf-8", "surrogateescape"))
+        return c
+
+    return '"' + "".join(map(spelled, name)) + '"'
 
 
 def _lines(data: bytes) -> list[str]:

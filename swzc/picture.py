@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from swzc import clean
 from swzc.analysis import FileAnalysis, KernelInfo
 from swzc.bench import KernelBench
 from swzc.errors import SwzcError
@@ -313,6 +314,8 @@ def render(picture: Picture, fmt: str) -> bytes:
         out = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
         fig.savefig(out, format=fmt, metadata=metadata)
+    if fmt == "svg":  # the text drawn is also in the file, in comments: names from the user's files
+        return clean.text(out.getvalue().decode("utf-8")).encode("utf-8")
     return out.getvalue()
 
 
@@ -345,7 +348,8 @@ def picture(title: str, shape: Shape, adapter: str, orders: Sequence[tuple[Swizz
     unlisted = any(bool((p.wave == NOT_LISTED).any()) for p in panels)
     ragged = bool(whole.fold) and whole.rows * whole.cols > gx  # a folded grid's last row, past its last block
     caption = _caption(hw, whole, panels[0].wave.shape, concurrent, threads, launched, unlisted, ragged, note, running)
-    return Picture(title, caption, tuple(panels), place_name, labels)
+    # drawn as text (and kept as text in an SVG): a name from the user's files shows an unsafe character escaped
+    return Picture(clean.text(title), clean.text(caption), tuple(panels), place_name, labels)
 
 
 def _caption(hw: HardwareModel, whole: TileShape, drawn: tuple[int, int], concurrent: int, threads: int | None,
@@ -398,10 +402,11 @@ def html_page(image: bytes, fmt: str, title: str, predictions: Sequence[Predicti
 
 
 def html_report(title: str, sections: Sequence[str]) -> str:
-    """One page of several kernels' sections (html_section)."""
+    """One page of several kernels' sections (html_section), written through swzc.clean."""
     e = html.escape
-    return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
-                      _STYLE, "</head><body>", *sections, "</body></html>", ""])
+    page = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>", _STYLE,
+            "</head><body>", *sections, "</body></html>", ""]
+    return clean.text("\n".join(page))
 
 
 def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),

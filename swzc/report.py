@@ -1,6 +1,8 @@
 """The run's report (--report PREFIX): every candidate each kernel's proposers offered and what became of it,
 the measured attempts where a GPU judged them, and the LLM's exchanges (prompt, reply, verdict, tokens,
-seconds).  The API key is never part of any of it: the client keeps it out of its exchanges."""
+seconds).  The API key is never part of any of it: the client keeps it out of its exchanges.  Both reports
+are written through swzc.clean: what the file, the hardware model and the LLM said shows an invisible or
+control character as an escape."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from swzc import clean
 from swzc.bench import report_json, report_markdown
 from swzc.pipeline import RewriteResult
 from swzc.swizzles import CustomSwizzle
@@ -27,7 +30,7 @@ def search_report_json(result: RewriteResult, meta: dict[str, Any]) -> str:
     doc = json.loads(report_json(list(result.bench), meta))
     doc["searches"] = searches_json(result)
     doc["llm"] = [{"kernel": t.kernel, "exchanges": [_exchange(e) for e in t.exchanges]} for t in result.transcripts]
-    return json.dumps(doc, indent=2)
+    return clean.dumps(doc)
 
 
 def _exchange(exchange: Any) -> dict[str, Any]:
@@ -45,15 +48,16 @@ def search_report_markdown(result: RewriteResult, meta: dict[str, Any]) -> str:
         for n, t in enumerate(s.history, 1):
             predicted = f"{t.predicted:.1f}" if t.predicted is not None else "–"
             speedup = f"{t.speedup:.3f}" if t.speedup is not None else "–"
-            detail = " ".join(t.detail.split()).replace("|", "\\|")
+            detail = clean.one_line(t.detail).replace("|", "\\|")
             lines.append(f"| {n} | {t.name} | {t.proposer} | {t.status} | {predicted} | {speedup} | {detail} |")
         lines.append("")
     for t in result.transcripts:
         lines += [f"## LLM exchanges for {t.kernel}", ""]
         for n, e in enumerate(t.exchanges, 1):
             tokens = f"{e.prompt_tokens or 0} + {e.completion_tokens or 0} tokens" if e.prompt_tokens or e.completion_tokens else "tokens not reported"
-            lines.append(f"{n}. {e.mode}, {e.tries} try(ies), {e.seconds:.1f} s, {tokens}: {e.verdict or e.error or 'no verdict'}")
-            if e.reply:
-                lines += ["", "   ```cpp", *(f"   {line}" for line in str(e.reply.get('body', '')).splitlines()), "   ```", ""]
+            lines.append(f"{n}. {e.mode}, {e.tries} try(ies), {e.seconds:.1f} s, {tokens}: {clean.one_line(e.verdict or e.error or 'no verdict')}")
+            if e.reply:  # split at line ends only: a separator the reply holds is shown, not obeyed
+                block = clean.fenced("cpp", str(e.reply.get("body", "")).rstrip("\n"))
+                lines += ["", *(f"   {line}" for line in block.split("\n")), ""]
         lines.append("")
-    return "\n".join(lines)
+    return clean.text("\n".join(lines))

@@ -33,6 +33,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 
+from swzc import clean
 from swzc.errors import ExitCode, SwzcError
 from swzc.hw import OPTIONAL, HardwareModel, parse_model
 
@@ -479,7 +480,9 @@ def _toml_value(value: object) -> str:
         text = repr(value)  # 100.0, 87.5: TOML needs the '.' to read a float
         return text if any(c in text for c in ".e") else text + ".0"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+        # JSON's escapes are TOML's; swzc.clean spells what TOML forbids raw (DEL) or a reader should see (a
+        # device name's bidi controls) as \uXXXX, and a character past the BMP as one \UXXXXXXXX, not JSON's pair
+        return clean.text(json.dumps(value, ensure_ascii=False))
     if isinstance(value, tuple):
         items = [str(v) for v in value]
         if len(items) <= 24:
@@ -490,7 +493,7 @@ def _toml_value(value: object) -> str:
 
 
 def _comment(text: str) -> str:
-    return " ".join(text.split())
+    return clean.text(" ".join(text.split()))  # TOML allows no control character in a comment
 
 
 def to_toml(base: HardwareModel, result: ProbeResult, command: str, date: str, name: str | None = None) -> str:
