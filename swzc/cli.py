@@ -206,7 +206,7 @@ def build_llm(proposer: str, model: str | None, base_url: str | None, timeout_s:
         raise SwzcError(f"--proposer {proposer} needs --model NAME (and --base-url for a server other than OpenAI's), "
                         "or --llm-replay FILE")
     else:
-        client = ChatClient(settings_from(model, base_url, timeout_s, retries), send_key=not (base_url and from_config("base_url")))
+        client = ChatClient(settings_from(model, base_url, timeout_s, retries))  # a server only the user named
     return LlmProposer(client, fall_back=proposer == "both")
 
 
@@ -235,15 +235,18 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
 def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     """Hardware-aware block swizzles for CUDA and HIP kernels.
 
-    Defaults for any command's options can be set in [tool.swzc] of the project's pyproject.toml (the
-    first one here or above, up to the git root); options on the command line override them.
+    Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
+    (hardware, sizes, grids, include folders, defines) in [tool.swzc] of the project's pyproject.toml
+    (the first one here or above, up to the git root); options on the command line override them.
     Colour and progress bars appear only on a terminal; NO_COLOR turns colour off.
     """
     ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}
+    settings = config.load_user()
     found = config.find()
     if found is not None:
         ctx.obj["config"] = str(found)
-        settings = config.load(found)
+        settings = {**settings, **config.load(found)}  # the project's facts over the user's defaults
+    if settings:
         invoked = main.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
         commands = [invoked] if invoked is not None else []
         ctx.default_map = config.default_map(commands, settings)
@@ -255,12 +258,6 @@ def verbosity() -> tuple[bool, bool]:
     root = ctx.find_root() if ctx is not None else None
     obj = root.obj if root is not None and isinstance(root.obj, dict) else {}
     return bool(obj.get("quiet")), bool(obj.get("verbose"))
-
-
-def from_config(name: str) -> bool:
-    """Whether an option's value came from [tool.swzc] rather than the command line."""
-    ctx = click.get_current_context(silent=True)
-    return ctx is not None and ctx.get_parameter_source(name) is click.core.ParameterSource.DEFAULT_MAP
 
 
 @main.command(epilog=examples(
