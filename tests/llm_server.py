@@ -3,13 +3,16 @@ over real HTTP instead of a mock that could agree with the client's mistakes.
 
 Each request consumes the next action of the script; a request past the end is answered with a 500 that
 says so, which makes a test that asks too often fail loudly instead of hanging.  Every request is recorded
-(path, headers, parsed body) for assertions.  Nothing sleeps unbounded: a `Hang` waits at most
-`MAX_HANG_S` and wakes at once when the server stops.
+(path, headers, parsed body) for assertions.  Nothing sleeps unbounded: a `Hang` or a `Trickle` lasts at most
+`MAX_HANG_S` and wakes at once when the server stops, and stopping the server closes every connection and
+waits for the threads that served them, so a test leaves none behind.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -41,10 +44,12 @@ class ReplyJson:
 
 @dataclass(frozen=True)
 class Status:
-    """An error answer in the shape OpenAI uses: {"error": {"message": ..., "type": ...}}."""
+    """An error answer in the shape OpenAI uses: {"error": {"message": ..., "type": ...}}, with `headers`
+    added (Retry-After, say)."""
 
     code: int
     message: str
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,35 @@ class Delayed:
     action: Action
 
 
-Action = Reply | ReplyJson | Status | Hang | Refuse | Truncated | Filtered | RejectSchema | Garbage | Delayed
+@dataclass(frozen=True)
+class Trickle:
+    """Headers of a 200 that promise a body of `length` bytes, then one byte of it every `every_s` seconds for
+    `for_s` seconds, then silence: all of it within MAX_HANG_S.  `for_s` 0: headers, then nothing."""
+
+    every_s: float
+    for_s: float = MAX_HANG_S
+    length: int = 100_000
+
+
+@dataclass(frozen=True)
+class Huge:
+    """A `status` answer with a body of `size` bytes, made a piece at a time as it is sent, never held whole:
+    chunked, or with its Content-Length declared up front."""
+
+    size: int
+    declared: bool = False
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """A normal answer sent gzip-compressed (Content-Encoding: gzip) whatever the request accepts."""
+
+    fields: dict[str, Any]
+
+
+Action = (Reply | ReplyJson | Status | Hang | Refuse | Truncated | Filtered | RejectSchema | Garbage | Delayed
+          | Trickle | Huge | Compressed)
 
 
 @dataclass(frozen=True)
@@ -141,6 +174,22 @@ def _completion(content: str | None, *, refusal: str | None = None, finish_reaso
     }
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, as ThreadingHTTPServer has, each kept with its connection (once the server has
+    stopped accepting, the list is complete) so that stopping can close them all and wait for every thread."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.serving: list[tuple[socket.socket, threading.Thread]] = []
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address), daemon=True)
+        self.serving.append((request, thread))  # before it starts: stop() never misses a thread
+        thread.start()
+
+
 class LlmServer:
     """The server and its script; use `serve(actions)` to run one for the length of a `with` block."""
 
@@ -149,8 +198,7 @@ class LlmServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests: list[Request] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="llm-test-server", daemon=True)
 
@@ -163,10 +211,18 @@ class LlmServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stopping.set()  # wakes every Hang
+        self._stopping.set()  # wakes every Hang and Trickle
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(STOP_WAIT_S)
+        for connection, _ in self._httpd.serving:  # wakes a thread waiting to read a request or write a reply
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already
+        until = time.monotonic() + STOP_WAIT_S
+        for _, thread in self._httpd.serving:
+            thread.join(max(0.0, until - time.monotonic()))
 
     def _next_action(self, request: Request) -> Action | None:
         with self._lock:
@@ -207,8 +263,8 @@ class LlmServer:
                                                          completion_tokens=completion_tokens))
                     case ReplyJson(fields):
                         self._send_json(200, _completion(json.dumps(fields)))
-                    case Status(code, message):
-                        self._send_json(code, {"error": {"message": message, "type": "test_error"}})
+                    case Status(code, message, headers):
+                        self._send_json(code, {"error": {"message": message, "type": "test_error"}}, headers)
                     case Hang(seconds):
                         server._stopping.wait(min(seconds, MAX_HANG_S))
                         self.close_connection = True
@@ -226,19 +282,62 @@ class LlmServer:
                     case Delayed(seconds, inner):
                         if not server._stopping.wait(min(seconds, MAX_HANG_S)):
                             self._perform(inner)
+                    case Trickle(every_s, for_s, length):
+                        self._trickle(every_s, min(for_s, MAX_HANG_S), length)
+                    case Huge(size, declared, status):
+                        self._huge(size, declared, status)
+                    case Compressed(fields):
+                        data = gzip.compress(json.dumps(_completion(json.dumps(fields))).encode())
+                        self._send(200, data, "application/json", (("Content-Encoding", "gzip"),))
 
-            def _send_json(self, code: int, payload: Any) -> None:
-                self._send(code, json.dumps(payload).encode(), "application/json")
-
-            def _send(self, code: int, data: bytes, content_type: str) -> None:
+            def _trickle(self, every_s: float, for_s: float, length: int) -> None:
+                self.close_connection = True
+                started = time.monotonic()
                 try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", content_type)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
+                    self._head(200, "application/json", (("Content-Length", str(length)),))
+                    sent = 0
+                    while sent < length and time.monotonic() - started + every_s <= for_s:
+                        if server._stopping.wait(every_s):
+                            return
+                        self.wfile.write(b" ")
+                        sent += 1
+                    server._stopping.wait(max(0.0, MAX_HANG_S - (time.monotonic() - started)))
+                except OSError:  # the client gave up waiting: as intended
+                    pass
+
+            def _huge(self, size: int, declared: bool, status: int) -> None:
+                self.close_connection = True
+                piece = b"x" * (64 << 10)
+                framing = ("Content-Length", str(size)) if declared else ("Transfer-Encoding", "chunked")
+                try:
+                    self._head(status, "application/json", (framing,))
+                    left = size
+                    while left > 0 and not server._stopping.is_set():
+                        part = piece[: min(left, len(piece))]
+                        self.wfile.write(part if declared else b"%x\r\n%s\r\n" % (len(part), part))
+                        left -= len(part)
+                    if not declared:
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:  # the client stopped reading: as intended
+                    pass
+
+            def _send_json(self, code: int, payload: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
+                self._send(code, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send(self, code: int, data: bytes, content_type: str,
+                      headers: tuple[tuple[str, str], ...] = ()) -> None:
+                try:
+                    self._head(code, content_type, (("Content-Length", str(len(data))), *headers))
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: as intended
+                except OSError:  # the client gave up waiting: as intended
                     self.close_connection = True
+
+            def _head(self, code: int, content_type: str, headers: tuple[tuple[str, str], ...]) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.end_headers()
 
         return Handler
 

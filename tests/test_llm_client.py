@@ -1,36 +1,45 @@
 """The LLM client against a real HTTP server (tests/llm_server.py) through the real openai SDK: what the
 requests carry, how each kind of bad answer is retried and reported, the fallback to json_object, the time
-bound, transcripts and replay, and that the API key ends up nowhere but the Authorization header."""
+bound against servers that trickle or never finish, the cap on a reply's size, Retry-After, transcripts and
+replay, and that the API key ends up nowhere but the Authorization header."""
 
 from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from email.utils import formatdate
 from pathlib import Path
 
 import pytest
 
 from llm_server import (
+    Compressed,
     Delayed,
     Filtered,
     Garbage,
     Hang,
+    Huge,
     LlmServer,
     RejectSchema,
     Refuse,
     Reply,
     ReplyJson,
     Status,
+    Trickle,
     Truncated,
     serve,
     valid_reply,
 )
+import swzc.llm.client as client_module
 from swzc.errors import ExitCode
 from swzc.llm.client import (
+    MAX_REPLY_BYTES,
     MAX_TRANSCRIPT_BYTES,
     ChatClient,
     Exchange,
@@ -49,6 +58,7 @@ MESSAGES = (
     {"role": "user", "content": "Propose one order for a 64 x 32 tile grid."},
 )
 KEY = "sk-swzc-test-key-7f3a9c01d2e4b5"
+SLACK_S = 0.4  # what a question may take past its bound: closing a connection, a busy test machine
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +68,15 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                  "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def no_threads_left() -> Iterator[None]:
+    """A test's servers, and the threads that served each connection, are gone when it ends."""
+    before = set(threading.enumerate())
+    yield
+    left = [t.name for t in threading.enumerate() if t not in before]
+    assert not left, f"threads left running: {left}"
 
 
 @contextmanager
@@ -170,6 +189,133 @@ def test_a_pause_after_a_server_error_never_takes_a_try_s_time() -> None:
         elapsed = time.perf_counter() - started
     assert len(server.requests) == 3
     assert elapsed < 2.0  # within 3 × 0.5 s: the pauses were cut to the time the quick failures left
+
+
+def timed_failure(server: LlmServer, **overrides: object) -> tuple[LlmError, float]:
+    started = time.monotonic()
+    error = ask_failing(server, **overrides)
+    return error, time.monotonic() - started
+
+
+SLOW_BODIES = {
+    "a byte every 0.2 s without end": Trickle(every_s=0.2),
+    # An HTTP read timeout restarts at every byte: the silence after 0.7 s must be cut at 1 s, not at 1.7 s.
+    "a byte every 0.1 s, then silence": Trickle(every_s=0.1, for_s=0.7),
+    "headers, then nothing": Trickle(every_s=0.2, for_s=0),
+}
+
+
+@pytest.mark.parametrize("case", SLOW_BODIES)
+def test_a_slow_body_is_cut_off_at_the_timeout(case: str) -> None:
+    with serve([SLOW_BODIES[case]] * 2) as server:
+        error, elapsed = timed_failure(server, timeout_s=1.0, retries=0)
+    assert 0.95 <= elapsed < 1.0 + SLACK_S
+    assert len(server.requests) == 1
+    assert "did not finish its reply within the 1 s timeout: HTTP 200, then " in error.message
+    assert "bytes of the body (1 try)" in error.message and server.base_url in error.message
+
+
+def test_the_body_keeps_the_deadline_even_where_the_connection_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should httpx stop taking the network backend that bounds every read, the body's own check still holds,
+    at most one read late."""
+    monkeypatch.setattr(client_module, "_DeadlineBackend", lambda backend: backend)
+    with serve([Trickle(every_s=0.2)]) as server:
+        error, elapsed = timed_failure(server, timeout_s=1.0, retries=0)
+    assert 0.95 <= elapsed < 1.2 + SLACK_S
+    assert "did not finish its reply within the 1 s timeout" in error.message
+
+
+def test_every_try_of_a_trickled_reply_keeps_the_question_s_bound() -> None:
+    with serve([Trickle(every_s=0.1)] * 4) as server:
+        error, elapsed = timed_failure(server, timeout_s=0.5, retries=2, backoff_s=5.0)
+    assert 1.45 <= elapsed < 0.5 * 3 + SLACK_S  # timeout_s × (retries + 1), the bound the docstring states
+    assert len(server.requests) == 3 and "(3 tries)" in error.message
+
+
+@pytest.mark.parametrize("status", [200, 500])
+@pytest.mark.parametrize("declared", [False, True], ids=["chunked", "content-length"])
+def test_a_huge_reply_is_refused_at_the_cap_and_never_held(declared: bool, status: int) -> None:
+    with serve([Huge(300 << 20, declared, status)] * 2) as server:
+        tracemalloc.start()
+        try:
+            error, elapsed = timed_failure(server, retries=1)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert elapsed < 2.0
+    assert peak < 50 << 20, f"{peak >> 20} MB held"
+    how = "refused unread: its Content-Length says 314,572,800 bytes" if declared else "refused once past it"
+    assert f"sent a reply larger than {MAX_REPLY_BYTES >> 20} MiB ({how}) (2 tries)" in error.message
+
+
+def test_a_reply_just_under_the_cap_is_read() -> None:
+    padded = json.dumps(valid_reply())
+    padded += " " * (MAX_REPLY_BYTES - len(json.dumps({"choices": [{"message": {"content": padded}}]})) - 400)
+    with serve([Reply(padded)]) as server, client_for(server) as client:
+        reply, _ = client.ask(MESSAGES)
+    assert reply.name == "grouped-8"
+
+
+def test_a_reply_is_asked_for_uncompressed_and_a_compressed_one_refused() -> None:
+    with serve([Compressed(valid_reply())] * 2) as server:
+        error = ask_failing(server, retries=0)
+    assert server.requests[0].headers["accept-encoding"] == "identity"
+    assert "sent a compressed reply (Content-Encoding: gzip), though asked for none (1 try)" in error.message
+
+
+RETRY_AFTER = {
+    "seconds": (("Retry-After", "1"),),
+    "milliseconds": (("retry-after-ms", "400"),),
+    "milliseconds first": (("retry-after-ms", "400"), ("Retry-After", "30")),
+}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("case", RETRY_AFTER)
+def test_a_retry_after_that_fits_is_waited_for(case: str, status: int) -> None:
+    headers = RETRY_AFTER[case]
+    wait = 1.0 if case == "seconds" else 0.4
+    with serve([Status(status, "later", headers), ReplyJson(valid_reply())]) as server:
+        with client_for(server, timeout_s=2.0, retries=1, backoff_s=0.0) as client:
+            started = time.monotonic()
+            _, exchange = client.ask(MESSAGES)
+            elapsed = time.monotonic() - started
+    assert exchange.tries == 2
+    assert wait <= elapsed < wait + SLACK_S
+
+
+def test_a_retry_after_date_is_waited_for() -> None:
+    when = formatdate(time.time() + 2, usegmt=True)  # whole seconds: a wait of 1 to 2 s
+    with serve([Status(503, "warming up", (("Retry-After", when),)), ReplyJson(valid_reply())]) as server:
+        with client_for(server, timeout_s=3.0, retries=1) as client:
+            started = time.monotonic()
+            _, exchange = client.ask(MESSAGES)
+            elapsed = time.monotonic() - started
+    assert exchange.tries == 2
+    assert 0.9 <= elapsed < 2.0 + SLACK_S
+
+
+@pytest.mark.parametrize(("header", "value", "asked"), [
+    ("Retry-After", "30", "30 s"),
+    ("Retry-After", formatdate(time.time() + 3600, usegmt=True), "3"),  # 3599.x or 3600 s, by the clock
+    ("retry-after-ms", "1e999", "forever"),
+], ids=["seconds", "an HTTP date", "without end"])
+def test_a_retry_after_past_the_deadline_stops_the_question_and_says_so(header: str, value: str,
+                                                                         asked: str) -> None:
+    with serve([Status(429, "slow down", ((header, value),))] * 3) as server:
+        error, elapsed = timed_failure(server, timeout_s=1.0, retries=2, backoff_s=0.0)
+    assert elapsed < SLACK_S and len(server.requests) == 1
+    assert f"HTTP 429: slow down; its {header}: {value} asks to wait {asked}" in error.message
+    assert "left of the 3 s allowed (1 try)" in error.message
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", "nan"])
+def test_a_retry_after_that_says_nothing_usable_is_ignored(value: str) -> None:
+    with serve([Status(503, "later", (("Retry-After", value),)), ReplyJson(valid_reply())]) as server:
+        with client_for(server, timeout_s=1.0, retries=1) as client:
+            started = time.monotonic()
+            _, exchange = client.ask(MESSAGES)
+    assert exchange.tries == 2 and time.monotonic() - started < SLACK_S
 
 
 def test_an_unreachable_server_is_retried_then_reported() -> None:
@@ -294,16 +440,20 @@ def test_the_api_key_is_used_but_recorded_nowhere(tmp_path: Path) -> None:
         Status(500, f"bad key {KEY}"),  # a server that echoes the key back
         ReplyJson(valid_reply(expectation=f"echo {KEY}")),
         Status(401, f"Incorrect API key provided: {KEY}."),
+        *[Status(200, "", (("Content-Encoding", f"x-{KEY}"),))] * 3,  # and where a refusal quotes a header
     ]
     with serve(script) as server, client_for(server) as client:
         reply, good = client.ask(MESSAGES)
         with pytest.raises(LlmError) as caught:
+            client.ask(MESSAGES)
+        with pytest.raises(LlmError) as refused:
             client.ask(MESSAGES)
         shown = repr(client)
     assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in server.requests)
     bad = caught.value.exchange
     assert bad is not None
     assert KEY not in caught.value.message and "[redacted]" in caught.value.message
+    assert KEY not in refused.value.message and "Content-Encoding: x-[redacted]" in refused.value.message
     assert KEY not in reply.expectation and KEY not in shown and KEY not in repr(client.settings)
     assert KEY not in repr(good) + repr(bad)
     path = tmp_path / "transcript.json"

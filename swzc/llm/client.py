@@ -4,9 +4,22 @@ OpenAI's chat-completions protocol, or from a transcript of an earlier run.
 The reply is untrusted.  This module only carries it and checks its shape (the four fields, their lengths,
 their characters); what the body means is for swzc.llm.restrict and the prover to judge.
 
-Retries are counted here, not in the SDK, so that every try is recorded and the time a question may take is
-bounded: a question ends within about `timeout_s × (retries + 1)` however the server misbehaves (short of
-trickling bytes forever, which a per-read timeout cannot see).
+The time bound: `ask()` returns within `timeout_s × (retries + 1)` seconds (plus the moment it takes to close
+a connection) however the server misbehaves: silent, slow to send its headers, trickling its body a byte at a
+time, sending one without end.  Each try ends within `timeout_s` and within the question's deadline, and every
+connect, read and write on the connection waits at most until then, so a body that trickles in is cut off
+mid-way (an HTTP read timeout alone restarts at every byte).  A pause between tries comes out of spare time;
+a server's Retry-After is waited for only when the wait ends before the deadline, else the question stops and
+says so.  Resolving the server's name is outside the bound: no timeout in Python reaches into it.
+
+Retries are counted here, not in the SDK (its max_retries is 0): every try is recorded, a rejected json_schema
+request is asked again in json_object mode, a malformed reply is asked again, and one deadline covers them all.
+The SDK's own loop gives each try a fresh timeout and sleeps as long as a Retry-After asks, up to two minutes,
+whatever time is left.
+
+A reply is read as it arrives and refused once it passes MAX_REPLY_BYTES: a server that sends without end costs
+a megabyte, not the process's memory.  Replies are asked for uncompressed (Accept-Encoding: identity) and a
+compressed one is refused, as a megabyte of gzip can unpack to a gigabyte.
 
 The API key is read from OPENAI_API_KEY by the SDK client and kept only there: no record, message or file
 this module makes contains it, and a server that echoes it back has it replaced by "[redacted]".
@@ -14,15 +27,20 @@ this module makes contains it, and a server that echoes it back has it replaced 
 
 from __future__ import annotations
 
+import email.utils
+import importlib
 import json
 import math
 import os
 import re
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -33,6 +51,7 @@ from pydantic import ConfigDict, Field
 from swzc.errors import ExitCode, SwzcError
 
 MAX_TRANSCRIPT_BYTES = 20 << 20
+MAX_REPLY_BYTES = 1 << 20  # a reply is a JSON object of a few kilobytes; past this it is not one
 MAX_SERVER_MESSAGE_CHARS = 300
 MAX_REASON_CHARS = 500
 MIN_SECRET_CHARS = 8  # shorter "keys" (placeholders such as "unused") are not worth redacting from text
@@ -92,7 +111,7 @@ class Settings:
 
     model: str
     base_url: str | None = None  # else OPENAI_BASE_URL, else the SDK's default
-    timeout_s: float = 120.0  # per request
+    timeout_s: float = 120.0  # per try, its whole reply read; the question as a whole: timeout_s × (retries + 1)
     retries: int = 2  # further tries after a failed one
     max_tokens: int = 2000
     temperature: float | None = None
@@ -164,6 +183,8 @@ class _Try:
     server_error: bool = False  # worth a pause before the next try
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    retry_after: float | None = None  # seconds the server asked to be left alone, when it said
+    retry_after_said: str = ""  # the header that said so, as sent
 
 
 class ChatClient:
@@ -185,7 +206,8 @@ class ChatClient:
             api_key=(os.environ.get("OPENAI_API_KEY") if send_key else None) or "unused",
             base_url=settings.base_url,
             timeout=settings.timeout_s,
-            max_retries=0,
+            max_retries=0,  # the tries are ask()'s, under one deadline: see the module's docstring
+            http_client=_GuardedHttpClient(headers={"Accept-Encoding": "identity"}),
         )
         self.url = _display_url(str(self._sdk.base_url))
         self.mode: str = JSON_SCHEMA
@@ -199,63 +221,79 @@ class ChatClient:
     def ask(self, messages: Sequence[dict]) -> tuple[SwizzleReply, Exchange]:
         asked = _checked_messages(messages)
         settings = self.settings
-        start = time.perf_counter()
-        deadline = start + settings.timeout_s * (settings.retries + 1)
+        start = time.monotonic()
+        allowed = settings.timeout_s * (settings.retries + 1)
+        deadline = start + allowed
         mode, tries, failures = self.mode, 0, 0
         prompt_tokens: int | None = None
         completion_tokens: int | None = None
         while True:
             sent = asked if mode == JSON_SCHEMA else _with_json_note(asked)
             tries += 1
-            attempt = self._try(mode, sent, min(settings.timeout_s, deadline - time.perf_counter()))
+            attempt = self._try(mode, sent, min(time.monotonic() + settings.timeout_s, deadline))
+            reason = attempt.reason
             prompt_tokens = _add(prompt_tokens, attempt.prompt_tokens)
             completion_tokens = _add(completion_tokens, attempt.completion_tokens)
             if mode == JSON_OBJECT and not attempt.rejected:
                 self.mode = JSON_OBJECT  # the server takes json_object requests: ask that way from now on
             if attempt.reply is not None:
                 exchange = Exchange(sent, attempt.reply_text, attempt.reply.model_dump(), None, mode, tries,
-                                    prompt_tokens, completion_tokens, time.perf_counter() - start)
+                                    prompt_tokens, completion_tokens, time.monotonic() - start)
                 return attempt.reply, exchange
-            if attempt.rejected and mode == JSON_SCHEMA and time.perf_counter() < deadline:
+            if attempt.rejected and mode == JSON_SCHEMA and time.monotonic() < deadline:
                 mode = JSON_OBJECT
                 continue
             failures += 1
-            now = time.perf_counter()
+            now = time.monotonic()
             if not attempt.retry or failures > settings.retries or now >= deadline:
                 break
-            if attempt.server_error:
+            if attempt.retry_after is not None:
+                # The server said when to come back: sooner would be refused again, and later is past the deadline.
+                if now + attempt.retry_after >= deadline:
+                    reason += (f"; its {attempt.retry_after_said} asks to wait {_seconds(attempt.retry_after)},"
+                               f" more than the {_seconds(deadline - now)} left of the {allowed:g} s allowed")
+                    break
+                time.sleep(attempt.retry_after)
+            elif attempt.server_error:
                 # Pause only out of time that quick failures left spare: each remaining try keeps its full timeout.
                 spare = deadline - now - settings.timeout_s * (settings.retries + 1 - failures)
                 time.sleep(max(0.0, min(settings.backoff_s * 2 ** (failures - 1), spare)))
-        message = f"the LLM at {self.url} {attempt.reason} ({tries} {'try' if tries == 1 else 'tries'})"
+        message = f"the LLM at {self.url} {reason} ({tries} {'try' if tries == 1 else 'tries'})"
         exchange = Exchange(sent, attempt.reply_text, None, message, mode, tries, prompt_tokens,
-                            completion_tokens, time.perf_counter() - start)
+                            completion_tokens, time.monotonic() - start)
         raise LlmError(message, exchange)
 
-    def _try(self, mode: str, sent: tuple[dict, ...], timeout_s: float) -> _Try:
+    def _try(self, mode: str, sent: tuple[dict, ...], deadline: float) -> _Try:
         settings = self.settings
         options: dict[str, Any] = {
             "model": settings.model,
             "messages": list(sent),
             # The current name of the limit; servers that only know max_tokens ignore unknown fields.
             "max_completion_tokens": settings.max_tokens,
-            "timeout": max(timeout_s, 0.001),
+            "timeout": max(deadline - time.monotonic(), 0.001),
         }
         if settings.temperature is not None:
             options["temperature"] = settings.temperature
         completions = self._sdk.chat.completions.with_raw_response
+        token = _DEADLINE.set(deadline)
         try:
             if mode == JSON_SCHEMA:
                 raw = completions.parse(response_format=SwizzleReply, **options)
             else:
                 raw = completions.create(response_format={"type": "json_object"}, **options)
+        except (_SlowReply, _RefusedReply) as exc:
+            return self._unread(exc)
         except openai.APITimeoutError:
             return _Try(None, reason=f"did not answer within the {settings.timeout_s:g} s timeout")
         except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, (_SlowReply, _RefusedReply)):  # openai before 3 wraps every error
+                return self._unread(exc.__cause__)
             cause = self._scrub(str(exc.__cause__ or exc))
             return _Try(None, reason=f"could not be reached ({cause})", server_error=True)
         except openai.APIStatusError as exc:
             return self._status_failure(exc)
+        finally:
+            _DEADLINE.reset(token)
         answer = _read_answer(raw.http_response.text)
         text = self._scrub(answer.content or "")
         tokens = {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens}
@@ -298,11 +336,188 @@ class ChatClient:
         if status in (400, 422):
             return _Try(None, reason=reason, retry=False, rejected=True)
         if status in (408, 409, 429) or status >= 500:
-            return _Try(None, reason=reason, server_error=True)
+            asked = _retry_after(exc.response.headers)
+            if asked is None:
+                return _Try(None, reason=reason, server_error=True)
+            return _Try(None, reason=reason, server_error=True, retry_after=asked[0],
+                        retry_after_said=self._scrub(asked[1]))
         return _Try(None, reason=reason, retry=False)  # 401, 403, 404 …: asking again will not help
+
+    def _unread(self, exc: _SlowReply | _RefusedReply) -> _Try:
+        """A reply the guarded transport stopped reading."""
+        if isinstance(exc, _SlowReply):
+            return _Try(None, reason=f"did not finish its reply within the {self.settings.timeout_s:g} s timeout: "
+                                     f"HTTP {exc.status}, then {exc.received} bytes of the body")
+        return _Try(None, reason=self._scrub(exc.reason))
 
     def _scrub(self, text: str) -> str:
         return _redact(text, self._sdk.api_key)
+
+
+def _http_modules() -> tuple[ModuleType, ModuleType]:
+    """The HTTP library the SDK is built on and its connection layer: httpx2 and httpcore2 from openai 3 on,
+    httpx and httpcore before."""
+    for http_name, core_name in (("httpx2", "httpcore2"), ("httpx", "httpcore")):
+        try:
+            http, core = importlib.import_module(http_name), importlib.import_module(core_name)
+        except ImportError:
+            continue
+        if issubclass(openai.DefaultHttpxClient, http.Client):
+            return http, core
+    raise ImportError("the openai SDK is built on neither httpx2 nor httpx")
+
+
+_http, _httpcore = _http_modules()
+
+# When the current try must end (time.monotonic()); None outside a try.  A context variable, not an attribute
+# of the client, so that each thread asking through its own ChatClient sees its own.
+_DEADLINE: ContextVar[float | None] = ContextVar("swzc_llm_deadline", default=None)
+
+
+def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """`timeout` cut to the time left before the try's deadline; `expired` once none is left."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the try's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _SlowReply(Exception):
+    """The reply's body was still coming at the deadline."""
+
+    def __init__(self, status: int, received: int) -> None:
+        super().__init__(f"HTTP {status}: {received} bytes of the body came before the deadline")
+        self.status, self.received = status, received
+
+
+class _RefusedReply(Exception):
+    """A reply not read to its end: too large, or compressed.  Neither this nor _SlowReply is an HTTP error:
+    openai 3 lets them through, earlier versions wrap them in an APIConnectionError."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _DeadlineStream(_httpcore.NetworkStream):
+    """A connection whose every read and write waits at most until the try's deadline."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _time_left(timeout, _httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _time_left(timeout, _httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> _DeadlineStream:
+        left = _time_left(timeout, _httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(_httpcore.NetworkBackend):
+    """Connections that keep the try's deadline (_DeadlineStream), opened within it."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> _DeadlineStream:
+        left = _time_left(timeout, _httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_tcp(host, port, left, local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> _DeadlineStream:
+        left = _time_left(timeout, _httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_unix_socket(path, left, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _CappedBody(_http.SyncByteStream):
+    """A reply's body as it arrives, refused once it passes MAX_REPLY_BYTES or outlasts the try's deadline."""
+
+    def __init__(self, stream: Any, status: int) -> None:
+        self._stream, self._status = stream, status
+
+    def __iter__(self) -> Iterator[bytes]:
+        received = 0
+        try:
+            for chunk in self._stream:
+                received += len(chunk)
+                if received > MAX_REPLY_BYTES:
+                    raise _RefusedReply(_too_large())
+                _time_left(None, _http.ReadTimeout)  # also where the reads cannot keep it (_GuardedTransport)
+                yield chunk
+        except _http.TimeoutException:
+            raise _SlowReply(self._status, received) from None
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _GuardedTransport(_http.BaseTransport):
+    """The SDK's transport, its connections keeping the try's deadline and its replies capped (_CappedBody)."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+        # httpx offers no public way to give its connection pool a network backend; the pool keeps it here.
+        # Should that change, _CappedBody's own check still ends the reply, one read's timeout late at most.
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is not None:
+            pool._network_backend = _DeadlineBackend(backend)
+
+    def handle_request(self, request: Any) -> Any:
+        response = self._transport.handle_request(request)
+        try:
+            _check_head(response.headers)
+        except _RefusedReply:
+            response.close()
+            raise
+        return _http.Response(response.status_code, headers=response.headers, extensions=response.extensions,
+                              stream=_CappedBody(response.stream, response.status_code))
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class _GuardedHttpClient(openai.DefaultHttpxClient):
+    """The SDK's own HTTP client (its defaults, proxies from the environment) with every transport guarded."""
+
+    def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
+        return _GuardedTransport(super()._init_transport(*args, **kwargs))
+
+    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> Any:
+        return _GuardedTransport(super()._init_proxy_transport(*args, **kwargs))
+
+
+def _check_head(headers: Any) -> None:
+    """Refuse a reply by its headers: one that says it is too large, or is compressed (asked for identity)."""
+    length = headers.get("content-length", "")
+    if length.strip().isdigit() and int(length) > MAX_REPLY_BYTES:
+        raise _RefusedReply(_too_large(f"{int(length):,} bytes"))
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise _RefusedReply(f"sent a compressed reply (Content-Encoding: {_clip(encoding, 40)}), though asked "
+                            "for none")
+
+
+def _too_large(said: str = "") -> str:
+    how = f"refused unread: its Content-Length says {said}" if said else "refused once past it"
+    return f"sent a reply larger than {MAX_REPLY_BYTES >> 20} MiB ({how})"
 
 
 class ReplayClient:
@@ -594,6 +809,38 @@ def _server_message(exc: openai.APIStatusError) -> str:
         except Exception:  # a streamed body that cannot be read again: the status alone must do
             said = ""
     return _clip(" ".join(said.split()), MAX_SERVER_MESSAGE_CHARS)
+
+
+def _retry_after(headers: Any) -> tuple[float, str] | None:
+    """The wait a server asks for before the next try, in seconds, and the header that asks: retry-after-ms
+    (milliseconds, the SDK's convention) before Retry-After (seconds, or an HTTP date)."""
+    for name, shown, scale in (("retry-after-ms", "retry-after-ms", 0.001), ("retry-after", "Retry-After", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        said = f"{shown}: {_clip(value.strip(), 60)}"
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            if name == "retry-after-ms":
+                continue
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=timezone.utc)  # an HTTP date is in GMT
+            seconds = (when - datetime.now(timezone.utc)).total_seconds()
+        if math.isnan(seconds):
+            continue
+        return max(seconds, 0.0), said
+    return None
+
+
+def _seconds(value: float) -> str:
+    if math.isinf(value):
+        return "forever"
+    return (f"{value:.1f}".removesuffix(".0") if value < 1e6 else f"{value:.3g}") + " s"
 
 
 def _display_url(url: str) -> str:
