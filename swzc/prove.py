@@ -186,6 +186,8 @@ def host_compiler() -> list[str]:
 # which were in force.
 
 _PROVER_FLAGS = ("-O2", "-std=c++11", "-fsanitize=undefined", "-fno-sanitize-recover=all")
+# Where the sanitizer's run-time library is missing: the same checks, each a trap (SIGILL) instead of a report.
+_PROVER_TRAP_FLAGS = ("-O2", "-std=c++11", "-fsanitize=undefined", "-fsanitize-undefined-trap-on-error")
 _SANDBOX_FLAGS = ("-O2", "-std=c++11")
 _SANDBOX_LIBS = ("-ldl",)
 _BUILD_TIMEOUT_S = 300
@@ -327,7 +329,13 @@ def build_prover(uses: tuple[tuple[SwizzleSpec, str], ...]) -> Prover:
     program = host_program(list(uses))
     compiler = host_compiler()
     key = prover_key(program, compiler)
-    binary = _cached(f"prover-{key}", lambda: _compile_prover(program, compiler, key))
+    try:
+        binary = _cached(f"prover-{key}", lambda: _compile_prover(program, compiler, key))
+    except SwzcError as exc:
+        if "ubsan" not in exc.message.lower():
+            raise
+        key = prover_key(program, compiler, _PROVER_TRAP_FLAGS)
+        binary = _cached(f"prover-{key}", lambda: _compile(program, compiler, _PROVER_TRAP_FLAGS, f"prover-{key}"))
     return Prover(binary, _sandbox(compiler), body_lines(program, uses))
 
 
@@ -345,7 +353,8 @@ _SIGNALS = {
     "SIGFPE": "an arithmetic fault (a division by zero or an overflowing division)",
     "SIGSEGV": "it read or wrote outside its memory",
     "SIGBUS": "it read or wrote outside its memory",
-    "SIGILL": "it reached an illegal instruction (a trap)",
+    "SIGILL": ("it reached a trap: undefined behaviour (a shift by the width or more, a division by zero or a signed "
+               "overflow; this compiler has no sanitizer report to say which)"),
     "SIGXFSZ": "it tried to write a file",
 }
 

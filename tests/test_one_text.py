@@ -146,3 +146,18 @@ def test_without_the_sanitizer_the_same_body_is_proven(monkeypatch):
         assert proof.ok
     finally:
         prover.build_prover.cache_clear()
+
+
+def test_without_the_sanitizer_s_library_the_checks_trap(monkeypatch):
+    """A host compiler whose sanitizer run-time is missing builds the same checks as traps: still a rejection."""
+    monkeypatch.setattr(prover, "_PROVER_FLAGS", ("-O2", "-std=c++11", "-fsanitize=undefined", "-l:libubsan-not-here.so"))
+    prover.build_prover.cache_clear()
+    try:
+        formula = CustomSwizzle("ub", check_body(UNDEFINED[0].values[0]).body)
+        with pytest.raises(SwzcError) as caught:
+            prover.prove([(formula, "2d", ((40, 2, 1, 0),))])
+        assert "SIGILL" in caught.value.message and "undefined behaviour" in caught.value.message
+        (proof,) = prover.prove([(CustomSwizzle("fine", check_body(GOOD).body), "2d", ((40, 2, 1, 0),))])
+        assert proof.ok
+    finally:
+        prover.build_prover.cache_clear()
