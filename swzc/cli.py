@@ -178,7 +178,7 @@ def llm_options(func: F) -> F:
         click.option("--model", "llm_model", metavar="NAME", help="The LLM to ask (the key is read from OPENAI_API_KEY)."),
         click.option("--base-url", metavar="URL", help="An OpenAI-compatible server (default: OPENAI_BASE_URL, else OpenAI's)."),
         click.option("--llm-timeout", type=click.FloatRange(0.1, 3600), default=120.0, show_default=True, metavar="S",
-                     help="Seconds to wait for one LLM reply."),
+                     help="Seconds one LLM request may take, its whole reply read; a question ends within S x (retries + 1)."),
         click.option("--llm-retries", type=click.IntRange(0, 10), default=2, show_default=True, metavar="N",
                      help="Extra tries after a failed LLM request (server error, timeout, malformed reply)."),
         click.option("--llm-replay", metavar="FILE", help="Answer from a recorded transcript instead of a server."),

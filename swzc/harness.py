@@ -36,6 +36,7 @@ from swzc.analysis import KernelInfo, Launch, file_scope, kernel_function, param
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Scope
 from swzc.footprint import Footprint, footprint
+from swzc.inputs import read_regular
 from swzc.source import SourceFile
 from swzc.templates import TemplateArguments, base_type, template_arguments, template_parameters
 
@@ -261,12 +262,15 @@ def _buffer_shape(fp: Footprint | str, name: str, elem: int) -> tuple[int | None
     return math.ceil(furthest / elem), role
 
 
+MAX_SPEC_BYTES = 1 << 20
+
+
 def load_spec(path: str | None, kernel: str) -> dict:
     if not path:
         return {}
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raw = tomllib.loads(read_regular(path, MAX_SPEC_BYTES).decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SwzcError(f"{path}: cannot read the launch spec: {exc}") from None
     return raw.get("kernel", {}).get(kernel, {})
 

@@ -6,6 +6,7 @@ replay, and that the API key ends up nowhere but the Authorization header."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -557,8 +558,17 @@ def test_a_missing_or_huge_transcript_is_an_error(tmp_path: Path) -> None:
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
         f.truncate(MAX_TRANSCRIPT_BYTES + 1)
-    with pytest.raises(LlmError, match="larger than 20 MB"):
+    with pytest.raises(LlmError, match="more than the limit of 20,971,520"):
         load_transcript(huge)
+
+
+def test_a_transcript_that_is_a_fifo_or_a_device_is_refused_without_waiting(tmp_path: Path) -> None:
+    """The one bounded read: a FIFO with no writer is not waited on, /dev/zero is not read without end."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
+        with pytest.raises(LlmError, match=f"is {kind}, not a regular file"):
+            ReplayClient(path)
 
 
 def test_a_transcript_that_cannot_be_written_is_an_error(tmp_path: Path) -> None:

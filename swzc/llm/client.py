@@ -49,6 +49,7 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from swzc.errors import ExitCode, SwzcError
+from swzc.inputs import read_regular
 
 MAX_TRANSCRIPT_BYTES = 20 << 20
 MAX_REPLY_BYTES = 1 << 20  # a reply is a JSON object of a few kilobytes; past this it is not one
@@ -645,14 +646,12 @@ def _replayable(path: Path) -> list[Exchange]:
 
 
 def _read_bounded(path: Path) -> bytes:
+    """The transcript's bytes, through swzc's one bounded read: a regular file (never a FIFO or a device) of at
+    most MAX_TRANSCRIPT_BYTES."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TRANSCRIPT_BYTES + 1)
-    except OSError as exc:
-        raise LlmError(f"cannot read the transcript {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_TRANSCRIPT_BYTES:
-        raise LlmError(f"the transcript {path} is larger than {MAX_TRANSCRIPT_BYTES >> 20} MB")
-    return data
+        return read_regular(str(path), MAX_TRANSCRIPT_BYTES)
+    except SwzcError as exc:
+        raise LlmError(f"cannot read the transcript: {exc.message}") from None
 
 
 def _parse_transcript(path: Path, data: bytes) -> list[Exchange]:

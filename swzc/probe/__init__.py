@@ -36,6 +36,7 @@ from pathlib import Path
 from swzc import clean
 from swzc.errors import ExitCode, SwzcError
 from swzc.hw import OPTIONAL, HardwareModel, parse_model
+from swzc.inputs import read_regular
 
 FORMAT_VERSION = "1"
 BUILD_TIMEOUT_S = 300
@@ -154,14 +155,15 @@ def run_probe(arch: str, hip: bool = False, args: Sequence[str] = (), timeout_s:
     return run.stdout
 
 
+MAX_OUTPUT_BYTES = 4 << 20  # a probe output is a few kilobytes
+
+
 def read_output(path: str) -> str:
-    """A probe output saved elsewhere (e.g. on the machine with the GPU)."""
+    """A probe output saved elsewhere (e.g. on the machine with the GPU): a regular file, read bounded."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_regular(path, MAX_OUTPUT_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         raise SwzcError(f"{path}: not a text file, so not a probe output") from None
-    except OSError as exc:
-        raise SwzcError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------
