@@ -381,8 +381,8 @@ def body_lines(program: str, uses: tuple[tuple[SwizzleSpec, str], ...]) -> tuple
 def why_failed(ran: Ran, bodies: tuple[tuple[str, int, int], ...], request: str) -> str:
     """Why a run failed: the sanitizer's report, the signal, or the exit status; and on which request."""
     finished = ran.finished
-    answered = len(ran.stdout.decode("ascii", "replace").splitlines())
-    asked = [line for line in request.splitlines() if line[:1] in ("p", "d")]
+    asked = [line for line in request.splitlines() if line[:1] == "p"]  # proofs answer a line each ('d': raw data)
+    answered = len(ran.stdout.decode("ascii", "replace").splitlines()) if asked else 0
     on = ""
     if answered < len(asked):
         _, _, gx, gy, gz, n = asked[answered].split()
