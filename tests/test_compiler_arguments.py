@@ -28,7 +28,17 @@ def test_an_argument_a_shell_would_read_never_reaches_the_driver(driver, argumen
     assert caught.value.code == 2 and "to a shell" in caught.value.message
 
 
+@pytest.mark.parametrize("command", [["nvcc", "-DX=$(id)"], ["hipcc", "k.cu", "-o", "k", "-DX=`id`"],
+                                     ["hipcc.bin", "-I/a\\b"], ["/opt/rocm/bin/hipcc.pl", "-DX=\"a\""]])
+def test_every_argument_is_checked_the_first_and_the_last(command):
+    with pytest.raises(SwzcError, match="to a shell"):
+        processes.check_arguments(command)
+
+
 def test_other_programs_and_plain_arguments_pass():
+    processes.check_arguments([])
+    processes.check_arguments(["nvcc"])
+    processes.check_arguments(["/usr/local/cuda/bin/nvcc", "-DX=(1+2)*3", "-O3", "k.cu"])
     processes.check_arguments(["g++", "-DX=$(id)"])  # g++ runs no shell: its arguments are only arguments
     processes.check_arguments(["nvcc", "-I/a b/c", "-DN=4096", "-DS=(1+2)*3", "-std=c++17", "k.cu"])
 

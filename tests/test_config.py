@@ -11,6 +11,7 @@ from llm_server import ReplyJson, serve, valid_reply
 from support import NAIVE_GEMM
 
 from swzc import config
+from swzc.errors import SwzcError
 from swzc.cli import main
 
 GEMM = NAIVE_GEMM.replace("#define TILE 16\n", '#include "sizes.h"\n')  # its tile size from a header
@@ -183,3 +184,135 @@ def test_quiet_prints_nothing_but_errors_and_verbose_prints_every_candidate(proj
 def test_every_command_has_examples_and_the_exit_codes_in_its_help(command):
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0 and "Examples:" in result.output and "Exit codes:" in result.output
+
+
+# ---- the readers themselves, without the command line ------------------------------------------------------
+
+
+def _pyproject(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pyproject.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_user_s_file_is_under_xdg_config_home_else_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert config.user_file() == tmp_path / "xdg" / "swzc" / "config.toml"
+    for unset in ("", "relative/xdg"):  # not an absolute path: ignored, as the XDG specification says
+        monkeypatch.setenv("XDG_CONFIG_HOME", unset)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        assert config.user_file() == tmp_path / "home" / ".config" / "swzc" / "config.toml"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", "relative-home")
+    assert config.user_file() is None
+    assert config.load_user() == {}
+
+
+def test_the_user_s_file_is_read_only_when_it_is_a_private_regular_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    path = tmp_path / "swzc" / "config.toml"
+    assert config.load_user() == {}  # no file: no settings
+    path.mkdir(parents=True)
+    with pytest.raises(SwzcError, match="must be a regular file"):
+        config.load_user()
+    path.rmdir()
+    path.write_text('proposer = "llm"\nmodel = "m"\ncompile_flag = ["-ccbin=/opt/gcc/bin"]\ninclude-dir = "inc"\n')
+    for mode in (0o600, 0o644, 0o400):
+        path.chmod(mode)
+        assert config.load_user() == {"proposer": "llm", "model": "m", "compile-flag": ["-ccbin=/opt/gcc/bin"],
+                                      "include-dir": str(tmp_path / "swzc" / "inc")}
+    for mode in (0o620, 0o602, 0o666):
+        path.chmod(mode)
+        with pytest.raises(SwzcError, match="writable by no one else"):
+            config.load_user()
+    path.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(path, 65534, -1)
+        with pytest.raises(SwzcError, match="the user's own"):
+            config.load_user()
+        os.chown(path, 0, -1)
+    path.write_text("bench = true\n")
+    with pytest.raises(SwzcError) as caught:
+        config.load_user()
+    assert caught.value.message.startswith(f"{path}: bench: only the command line may ask for it (keys: ")
+
+
+def test_find_stops_at_the_work_tree_and_passes_files_without_the_table(tmp_path):
+    outer = _pyproject(tmp_path, '[tool.swzc]\nhw = "h100"\n')
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    inner = repo / "a" / "b"
+    inner.mkdir(parents=True)
+    assert config.find(inner) is None  # the file above the work tree's root is someone else's
+    found = _pyproject(repo, '[tool.swzc]\nhw = "mi300x"\n')
+    _pyproject(repo / "a", '[project]\nname = "swzc-user"\n[tool.other]\nx = 1\n')  # names swzc, has no table
+    assert config.find(inner) == found and config.find(repo) == found
+    assert config.find(tmp_path) == outer
+
+
+def test_find_reads_the_table_however_spelled_and_files_up_to_the_size_limit(tmp_path):
+    (tmp_path / ".git").mkdir()
+    padding = "# " + "x" * 76 + "\n"
+    path = _pyproject(tmp_path, padding * 40 + '[tool]\nswzc = {hw = "h100"}\n')  # 3 KB: read
+    assert config.find(tmp_path) == path and config.load(path) == {"hw": "h100"}
+    path.write_text(padding * (config.MAX_BYTES // len(padding)) + '[tool.swzc]\nhw = "h100"\n')  # past 1 MiB: not read
+    assert path.stat().st_size <= 2 * config.MAX_BYTES and config.find(tmp_path) is None
+
+
+def test_a_file_that_is_not_toml_or_not_utf_8_is_bad_input(tmp_path):
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(b'[tool.swzc]\nhw = "\xff"\n')
+    with pytest.raises(SwzcError, match="pyproject.toml: 'utf-8' codec"):
+        config.find(tmp_path)
+    path.write_bytes(b"[tool.swzc]\nhw = \n")
+    with pytest.raises(SwzcError, match="pyproject.toml: Invalid value"):
+        config.load(path)
+
+
+@pytest.mark.parametrize("text", ['tool = 3\nswzc = 1\n', '[tool]\nswzc = 3\n', '[tool]\nswzc = ["hw"]\n'])
+def test_a_tool_swzc_that_is_not_a_table_is_bad_input(tmp_path, text):
+    path = _pyproject(tmp_path, text)
+    with pytest.raises(SwzcError, match=r"\[tool.swzc\] must be a table"):
+        config.load(path)
+
+
+def test_a_project_s_keys_are_spelled_with_either_dash_and_its_paths_are_its_own(tmp_path):
+    path = _pyproject(tmp_path / "p", '[tool.swzc]\ninclude_dir = ["inc", "/abs"]\nbuild-path = "build"\n'
+                                      'launch_spec = "l.json"\ncompile-flag = "-O3"\ndefine = ["N=4"]\n')
+    assert config.load(path) == {"include-dir": [str(tmp_path / "p" / "inc"), "/abs"], "build-path": str(tmp_path / "p" / "build"),
+                                 "launch-spec": str(tmp_path / "p" / "l.json"), "compile-flag": "-O3", "define": ["N=4"]}
+    assert config.load(_pyproject(tmp_path / "q", "[other]\nx = 1\n")) == {}
+
+
+@pytest.mark.parametrize("key, why", [("bench_cmd", "only the command line may ask for it"),
+                                      ("proposer", "a project may set only facts about its code"),
+                                      ("colour", "unknown")])
+def test_a_refused_key_names_the_file_the_table_and_the_reason(tmp_path, monkeypatch, key, why):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    path = _pyproject(tmp_path, f'[tool.swzc]\n{key} = "x"\n')
+    with pytest.raises(SwzcError) as caught:
+        config.load(path)
+    message = caught.value.message
+    assert message.startswith(f"{path}: [tool.swzc] {key}: {why}"), message
+    assert message.endswith(" (keys: block, build-path, compile-flag, define, grid, hw, include-dir, launch-spec, set)")
+    assert (str(tmp_path / "xdg" / "swzc" / "config.toml") in message) == (key == "proposer")
+
+
+@pytest.mark.parametrize("value", ["1", "[1]", '["-O3", 2]', '[["-O3"]]', "true"])
+def test_a_compile_flag_that_is_not_text_is_refused_without_a_traceback(tmp_path, value):
+    path = _pyproject(tmp_path, f"[tool.swzc]\ncompile-flag = {value}\n")
+    with pytest.raises(SwzcError, match="a project may give only flags"):
+        config.load(path)
+
+
+def test_settings_become_the_defaults_of_the_options_that_have_those_names():
+    rewrite_command, analyze = main.commands["rewrite"], main.commands["analyze"]
+    settings = {"hw": "mi300x", "define": "N=4", "include-dir": ["/a", "/b"], "compile-flag": ["-O3"], "no-such": 1}
+    found = config.default_map([rewrite_command, analyze], settings)
+    assert found["rewrite"]["hw_name"] == "mi300x" and found["rewrite"]["defines"] == ["N=4"]  # a multiple option gets a list
+    assert found["rewrite"]["include_dirs"] == ["/a", "/b"] and found["rewrite"]["compile_flags"] == ["-O3"]
+    assert not any("no-such" in m or "no_such" in m for m in found.values())
+    assert config.default_map([rewrite_command], {}) == {}
+    assert set(config.default_map([rewrite_command, main.commands["probe"]], {"include-dir": ["/a"]})) == {"rewrite"}

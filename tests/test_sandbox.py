@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -96,6 +97,75 @@ def test_seccomp_stops_running_another_program(tmp_path, monkeypatch):
     assert _attempt(attack, ("rlimits", "namespaces"), monkeypatch) == "worked"
 
 
+def _program(tmp_path, name: str, source: str) -> str:
+    """A small C++ program built with the prover's compiler; its path."""
+    (tmp_path / f"{name}.cpp").write_text(source)
+    subprocess.run([*prover.host_compiler(), "-O0", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cpp")], check=True)
+    return str(tmp_path / name)
+
+
+def test_seccomp_stops_the_prover_becoming_another_program(tmp_path, monkeypatch):
+    """execve of another program in place of the prover (no new process needed) is a system call outside the
+    sandbox; without the filter the other program runs and its exit status is the run's."""
+    _needs("seccomp", monkeypatch)
+    seven = _program(tmp_path, "seven", "int main() { return 7; }\n")
+    argv = f"const char* argv[] = {{{_path_literal(seven)}, 0}}; const char* envp[] = {{0}};\n"
+    attack = _body(argv + _syscall(59, _path_literal(seven), "argv", "envp") + "ok = false;\n")
+    blocked = _attempt(attack, ALL, monkeypatch)
+    assert "SIGSYS" in blocked and "status 7" not in blocked
+    assert "exited with status 7" in _attempt(attack, ("rlimits", "namespaces"), monkeypatch)
+
+
+def test_seccomp_allows_execveat_of_no_other_program(tmp_path, monkeypatch):
+    """The one execveat the filter lets through is of the launcher's descriptor: another program by its path
+    (dirfd AT_FDCWD) is stopped."""
+    _needs("seccomp", monkeypatch)
+    seven = _program(tmp_path, "seven", "int main() { return 7; }\n")
+    argv = f"const char* argv[] = {{{_path_literal(seven)}, 0}}; const char* envp[] = {{0}};\n"
+    regs = 'register long envr asm("r10") = (long)envp;\nregister long flags asm("r8") = 0;\n'
+    call = ('asm volatile("syscall" : "=a"(r) : "a"(322L), "D"(-100L), "S"((long)' + _path_literal(seven)
+            + '), "d"((long)argv), "r"(envr), "r"(flags) : "rcx", "r11", "memory");\n')
+    attack = _body(argv + regs + call + "ok = false;\n")
+    blocked = _attempt(attack, ALL, monkeypatch)
+    assert "SIGSYS" in blocked and "status 7" not in blocked
+    assert "exited with status 7" in _attempt(attack, ("rlimits", "namespaces"), monkeypatch)
+
+
+def test_seccomp_stops_opening_an_existing_file_to_write(tmp_path, monkeypatch):
+    """O_WRONLY alone (no O_CREAT, O_TRUNC or O_APPEND) is a write too: the access mode is part of the filter."""
+    _needs("seccomp", monkeypatch)
+    marker = tmp_path / "existing"
+    marker.write_text("kept")
+    attack = _body(_syscall(2, _path_literal(str(marker)), str(os.O_WRONLY), "0") + "ok = r >= 0;\n")
+    assert "SIGSYS" in _attempt(attack, ALL, monkeypatch)
+    assert _attempt(attack, ("rlimits", "namespaces"), monkeypatch) == "worked" and marker.read_text() == "kept"
+
+
+def test_seccomp_allows_ioctl_only_to_ask_for_a_terminal(monkeypatch):
+    """TIOCSTI (push a character into a terminal's input) or any request but TCGETS is stopped, even on a
+    descriptor where it would fail anyway."""
+    _needs("seccomp", monkeypatch)
+    attack = _body("char c = 65;\n" + _syscall(16, "0", "0x5412", "&c") + "ok = r != -38;\n")  # ioctl(0, TIOCSTI, &c)
+    assert "SIGSYS" in _attempt(attack, ALL, monkeypatch)
+    assert _attempt(attack, ("rlimits", "namespaces"), monkeypatch) == "worked"  # -ENOTTY on the pipe: not -ENOSYS
+
+
+def test_the_launcher_empties_the_environment(tmp_path):
+    """The launcher itself, given an environment, hands the program none (swzc gives it none either)."""
+    env_size = _program(tmp_path, "env_size",
+                        "extern char** environ;\nint main() { int n = 0; while (environ && environ[n]) ++n; return n; }\n")
+    sandbox = prover._sandbox(prover.host_compiler())
+    if sandbox is None:
+        pytest.skip("no sandbox launcher on this platform")
+    fd = os.open(env_size, os.O_RDONLY)
+    try:
+        run = subprocess.run([sandbox.path, str(fd), str(prover.RUN_MEMORY_BYTES), "10", ",".join(ALL)],
+                             env={"SECRET": "sk-secret", "PATH": "/usr/bin"}, pass_fds=(fd, sandbox.fd), capture_output=True)
+    finally:
+        os.close(fd)
+    assert run.stderr.decode().startswith("swzc-sandbox: ") and run.returncode == 0, (run.returncode, run.stderr)
+
+
 @pytest.fixture
 def listener():
     """A TCP server on the loopback interface that counts the connections it accepts."""
@@ -147,6 +217,7 @@ def test_rlimits_bound_memory(monkeypatch):
 def test_rlimits_bound_cpu_time(monkeypatch):
     _needs("rlimits", monkeypatch)
     monkeypatch.setattr(prover, "RUN_CPU_S", 1)
+    monkeypatch.setattr(prover, "RUN_TIMEOUT_S", 30)  # without the limit: a timeout, not a signal
     spin = _body("volatile unsigned long long i = 0; while (i != ~0ull) ++i;\nok = true;\n")
     stopped = _attempt(spin, ALL, monkeypatch)
     assert "SIGXCPU" in stopped or "SIGKILL" in stopped
@@ -170,8 +241,15 @@ def test_the_prover_gets_no_environment(monkeypatch):
     assert _attempt(attack, ALL, monkeypatch) == "failed"
 
 
-def test_every_layer_is_in_force_here(monkeypatch):
-    """On this platform (Linux with libseccomp and user namespaces, as CI has) every layer runs; a missing one
-    is said by each proof, so a platform that lacks one shows it."""
+def test_every_layer_the_platform_grants_is_in_force(monkeypatch):
+    """Each layer this platform allows is set up (the limits always; a user and network namespace where
+    `unshare` can make one; the filter where libseccomp is installed), and each proof says so."""
+    import ctypes.util
+    import shutil
+    expected = {"rlimits", "no_new_privs"}
+    if shutil.which("unshare") and subprocess.run(["unshare", "--user", "--net", "true"], capture_output=True).returncode == 0:
+        expected.add("namespaces")
+    if ctypes.util.find_library("seccomp"):
+        expected.add("seccomp")
     layers = _in_force(monkeypatch)
-    assert set(ALL) <= set(layers), layers
+    assert expected <= set(layers), layers

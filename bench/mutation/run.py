@@ -90,6 +90,7 @@ class Target:
     tests: tuple[str, ...]  # where its tests are (files, folders, node ids); a mutant runs those that reach its line
     functions: tuple[str, ...] | None = None  # None: the whole file
     regions: tuple[Region, ...] = ()
+    constants: tuple[str, ...] = ()  # module-level assignments mutated too, by the name they assign
     text_mutants: tuple[TextMutant, ...] = ()  # the only mutants of a non-Python file
     named: tuple[TextMutant, ...] = ()  # hand-written mutants of a Python file, on top of the generated ones
 
@@ -173,9 +174,84 @@ TARGETS = (
         TextMutant("fills are not saturated", "return (bits > max_bits ? max_bits : bits) | sign;", "return bits | sign;"),
         TextMutant("integer fills are not clamped", "(v < lo ? lo : (v > hi ? hi : v))", "v"),
     )),
+    Target("sandbox", "swzc/native/sandbox.cpp", "prove", ("tests/test_sandbox.py",), text_mutants=(
+        TextMutant("the seccomp filter is not installed (but said to be)", "&& install_seccomp(fd))", "&& true)"),
+        TextMutant("the seccomp filter allows every call", "s.init(SCMP_ACT_KILL_PROCESS)", "s.init(SCMP_ACT_ALLOW)"),
+        TextMutant("the seccomp filter allows execve", '"statx", "sysinfo",\n', '"statx", "sysinfo", "execve",\n'),
+        TextMutant("the seccomp filter allows a new process", '"statx", "sysinfo",\n',
+                   '"statx", "sysinfo", "fork", "vfork", "clone", "clone3",\n'),
+        TextMutant("the seccomp filter allows sockets", '"statx", "sysinfo",\n',
+                   '"statx", "sysinfo", "socket", "connect",\n'),
+        TextMutant("files may be opened to write (the access mode is not checked)",
+                   "const scmp_datum_t writes = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;",
+                   "const scmp_datum_t writes = O_CREAT | O_TRUNC | O_APPEND;"),
+        TextMutant("ioctl is allowed with any request", 's.resolve("ioctl"), 1, &tcgets)', 's.resolve("ioctl"), 0, nullptr)'),
+        TextMutant("execveat is allowed of any program", 's.resolve("execveat"), 1, &the_program)',
+                   's.resolve("execveat"), 0, nullptr)'),
+        TextMutant("no rlimits are set (but said to be)", "&& set_limits(memory, cpu))", "&& true)"),
+        TextMutant("no memory limit", "{RLIMIT_AS, memory}", "{RLIMIT_AS, RLIM_INFINITY}"),
+        TextMutant("no CPU-time limit", "{RLIMIT_CPU, cpu}", "{RLIMIT_CPU, RLIM_INFINITY}"),
+        TextMutant("no file-size limit", "{RLIMIT_FSIZE, 0}", "{RLIMIT_FSIZE, RLIM_INFINITY}"),
+        TextMutant("no unshare (but said to be)", "&& enter_namespaces())", "&& true)"),
+        TextMutant("a user namespace without a network namespace", "unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0",
+                   "unshare(CLONE_NEWUSER) == 0"),
+        TextMutant("the program gets the launcher's environment", "argv + 4, no_environment,", "argv + 4, environ,"),
+    )),
+    Target("restrict", "swzc/llm/restrict.py", "safe subset", ALL_TESTS, named=(
+        TextMutant("trigraphs pass the text check", r'(re.compile(r"\?\?"), "?? is not allowed', r'(re.compile(r"(?!)"), "?? is not allowed'),
+        TextMutant("digraphs pass the text check", 're.compile(r"<:|:>|<%|%>|%:")', 're.compile(r"(?!)")'),
+        TextMutant("backslash-newline continuations pass the text check", r'(re.compile(r"\\$"), "backslash-newline',
+                   r'(re.compile(r"(?!)"), "backslash-newline'),
+        TextMutant("a preprocessor directive passes the text check", 're.compile(r"^[ \\t]*#")', 're.compile(r"(?!)")'),
+        TextMutant("characters outside printable ASCII pass the text check", 're.compile(r"[^\\x00-\\x7f]")',
+                   're.compile(r"(?!)")'),
+        TextMutant("control characters pass the text check", r're.compile(r"[\x01-\x08\x0b-\x1f\x7f]")',
+                   're.compile(r"(?!)")'),
+        TextMutant("the whitelist's backstop is off (an unvisited node passes)", "            self._nothing_else(body)\n",
+                   "            pass\n"),
+        TextMutant("an unknown token passes the backstop", '"( ) { } ; , . ? : ++ -- if else for return break continue const unsigned long int"',
+                   '"( ) { } ; , . ? : ++ -- if else for return break continue const unsigned long int constexpr and or not"'),
+        TextMutant("the renamed text is not parsed again", "    if not _reads_as_checked(function_body, source,",
+                   "    if False and _reads_as_checked(function_body, source,"),
+        TextMutant("a call of any name passes", "name not in _CALLEES:", "name not in _CALLEES and False:"),
+        TextMutant("loops are not counted (any header passes)", "        trips = _trips(value, kind, condition, step)\n",
+                   "        trips = 1\n"),
+    )),
+    Target("config", "swzc/config.py", "allow-lists", ALL_TESTS, named=(
+        TextMutant("a project may choose the proposer, the LLM server and the model",
+                   'PROJECT_KEYS = frozenset({"hw",', 'PROJECT_KEYS = frozenset({"proposer", "base-url", "model", "hw",'),
+        TextMutant("a project may ask to run a benchmark command", '"launch-spec", "compile-flag"})',
+                   '"launch-spec", "compile-flag", "bench-cmd"})'),
+        TextMutant("a project's compile flags are not checked", 'if name == "compile-flag" and allowed is PROJECT_KEYS:',
+                   "if False:"),
+        TextMutant("a compile flag need only begin with an allowed form", "p.fullmatch(flag)", "p.match(flag)"),
+        TextMutant("-I may name a folder starting with a dash (-I-, -I-ccbin)", r'r"-I[^-\s][^\s]*"', r'r"-I[^\s]*"'),
+        TextMutant("-I may hold spaces (-I/x -ccbin /y)", r'r"-I[^-\s][^\s]*"', r'r"-I[^-\s].*"'),
+        TextMutant("a -D value may hold shell characters", r'(=[A-Za-z0-9_.+\-*/()]*)?', r'(=[^\s]*)?'),
+        TextMutant("a compile flag that is not a string reaches the pattern", "not isinstance(flag, str) or ", ""),
+        TextMutant("the user's file may be another user's", "info.st_uid != os.geteuid() or ", ""),
+        TextMutant("the user's file may be writable by others", " or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):", ":"),
+        TextMutant("the search for the project's file goes past the work tree", '        if (candidate / ".git").exists():\n',
+                   "        if False:\n"),
+    )),
+    Target("processes", "swzc/processes.py", "allow-lists", ALL_TESTS, functions=("check_arguments",),
+           constants=("_SHELL_SPECIAL", "REREAD_BY_A_SHELL"), named=(
+        TextMutant("nvcc's arguments are not checked", 'frozenset({"nvcc", "hipcc",', 'frozenset({"hipcc",'),
+        TextMutant("hipcc's arguments are not checked", '{"nvcc", "hipcc", "hipcc.pl",', '{"nvcc", "hipcc.pl",'),
+        TextMutant("the driver is looked up by its path, not its name (/usr/local/cuda/bin/nvcc is not checked)",
+                   "os.path.basename(command[0]) not in REREAD_BY_A_SHELL", "command[0] not in REREAD_BY_A_SHELL"),
+        TextMutant("$ passes the check", r"""re.compile(r'[$`"\\""", r"""re.compile(r'[`"\\"""),
+        TextMutant("a backquote passes the check", r"""re.compile(r'[$`"\\""", r"""re.compile(r'[$"\\"""),
+        TextMutant("a double quote passes the check", r"""re.compile(r'[$`"\\""", r"""re.compile(r'[$`\\"""),
+        TextMutant("a backslash passes the check", r"""re.compile(r'[$`"\\\x00""", r"""re.compile(r'[$`"\x00"""),
+        TextMutant("control characters pass the check", r"\x00-\x1f\x7f]')", r"\x7f]')"),
+        TextMutant("only an argument's first character is checked", "_SHELL_SPECIAL.search(argument)",
+                   "_SHELL_SPECIAL.match(argument)"),
+    )),
 )
 
-GROUPS = ("prove", "pipeline", "edits", "patch", "compile", "hazard detection", "harness comparison")
+GROUPS = ("prove", "pipeline", "edits", "patch", "compile", "hazard detection", "harness comparison", "safe subset",
+          "allow-lists")
 
 # ---- the mutants ----------------------------------------------------------------------------------------------
 
@@ -312,7 +388,7 @@ class _Generator:
         if isinstance(stmt, ast.ClassDef):
             self._body(stmt.body, stmt.name if function == "<module>" else f"{function}.{stmt.name}", selected, module_level)
             return
-        here = self._selected_here(stmt, selected)
+        here = self._selected_here(stmt, selected) or self._constant(stmt, function)
         # statement-level operators
         if here:
             self._statement_mutants(stmt, function, module_level, assigned, last, sole)
@@ -344,6 +420,13 @@ class _Generator:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         assigned.add(n.id)
+
+    def _constant(self, stmt: ast.stmt, function: str) -> bool:
+        """Whether `stmt` is a module-level assignment to one of the target's `constants`."""
+        if function != "<module>" or not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            return False
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(isinstance(t, ast.Name) and t.id in self.target.constants for t in targets)
 
     def _cover(self, stmt: ast.stmt) -> tuple[int, int]:
         for name in ("body",):
