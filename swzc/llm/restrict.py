@@ -787,7 +787,18 @@ class _Walk:
             return []
         return self._expressions(parts, context)
 
+    def _a_statement_of_its_own(self, node: Node) -> bool:
+        """Whether an assignment or ++/-- is the whole of an expression statement.  Inside an expression its
+        order against the other operands is unspecified (or undefined), and g++ on the host and nvcc on the
+        device may take different orders: what is proven would not be what runs."""
+        if node.parent is not None and node.parent.type == "expression_statement":
+            return True
+        self.report(node, "an assignment or ++/-- must be a statement of its own, not part of an expression")
+        return False
+
     def _expression_assignment_expression(self, node: Node, context: _Context) -> list[_Item]:
+        if not self._a_statement_of_its_own(node):
+            return []
         operator = node.child_by_field_name("operator")
         if operator is None or operator.type not in _ASSIGNMENTS:
             self.report(node, f"operator {operator.type if operator else '?'} is not allowed")
@@ -796,6 +807,8 @@ class _Walk:
         return self._expressions([node.child_by_field_name("right")], context)
 
     def _expression_update_expression(self, node: Node, context: _Context) -> list[_Item]:
+        if not self._a_statement_of_its_own(node):
+            return []
         self._assignable(node.child_by_field_name("argument"), context)
         return []
 
