@@ -259,7 +259,7 @@ def _proof_text(proof: Proof, kernel: KernelInfo) -> str:
             return f"bijection on {len(proof.shapes)} sample tile spaces (the file does not fix this loop's tile count)"
         return f"bijection on tile space {_tile_spaces(proof.shapes)}"
     if proof.sampled:
-        return f"bijection on {len(proof.shapes)} sample grids (the file does not fix this kernel's grid)"
+        return f"bijection on {len(proof.shapes)} sample grids ({proof.why_sampled})"
     shapes = ", ".join(f"{x}x{y}x{z}" + (f" n={n}" if n else "") for x, y, z, n in proof.shapes)
     return f"bijection on grid {shapes}"
 

@@ -50,9 +50,26 @@ def proof_of(body, adapter="2d", shapes=None):
     return proof
 
 
-def test_a_clamped_group_order_is_a_permutation_on_every_sample_grid():
+def test_a_clamped_group_order_is_a_permutation_on_every_sample_grid_but_not_accepted_on_samples():
+    """It passes every sample grid, and is still not accepted: a body from outside the family could single out
+    the grid it runs at, so only that grid, checked block by block, proves it."""
     proof = proof_of(GROUPED_8)
-    assert proof.ok and proof.sampled and not proof.identity
+    assert not proof.ok and proof.sampled and not proof.identity
+    assert proof.failure.startswith("proven only on sample grids (the file does not fix this kernel's grid)")
+
+
+def test_a_body_that_singles_out_a_large_grid_is_not_accepted_on_samples():
+    """A grid past the enumeration limit is proven on samples for the family; a body from outside is refused
+    there, whatever the samples say (this one collides only on the 16384 x 16384 grid)."""
+    body = ("if (grid.x == 16384u && grid.y == 16384u && block.y == 8001u) { return make_uint3(block.x, 0u, 0u); }\n"
+            "return block;")
+    checked = check_body(body)
+    assert checked.ok, checked.violations
+    (proof,) = prove([(CustomSwizzle("t", checked.body), "2d", ((16384, 16384, 1, 0),))])
+    assert not proof.ok and proof.sampled
+    assert "grid 16384x16384x1 has more than 2^26 blocks" in proof.failure
+    (family,) = prove([(parse_spec("grouped:8"), "2d", ((16384, 16384, 1, 0),))])
+    assert family.ok and family.sampled  # the family's formulas hold on every grid: the samples confirm it
 
 
 def test_the_group_order_without_its_clamp_is_caught_where_the_last_group_is_short():
