@@ -78,8 +78,10 @@ def find(start: Path | None = None) -> Path | None:
     folder = (start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file() and b"swzc" in _bytes(path) and "swzc" in _document(path).get("tool", {}):
-            return path
+        if path.is_file() and b"swzc" in _bytes(path):
+            tool = _document(path).get("tool")
+            if isinstance(tool, dict) and "swzc" in tool:
+                return path
         if (candidate / ".git").exists():
             return None
     return None
@@ -97,6 +99,16 @@ def _document(path: Path) -> dict[str, Any]:
         return tomllib.loads(_bytes(path).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SwzcError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise SwzcError(f"{path}: nested too deeply to read") from None
+
+
+def _value(where: str, key: str, value: Any) -> Any:
+    """A setting's value as an option takes it: a string, a number or a flag, or a list of strings and numbers."""
+    scalar = (str, int, float, bool)
+    if isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) and not isinstance(v, bool) for v in value)):
+        return value
+    raise SwzcError(f"{where}{key}: expected a string, a number, true/false or a list of strings, not {type(value).__name__}")
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -140,6 +152,7 @@ def _settings(path: Path, table: str, values: dict[str, Any], allowed: frozenset
             else:
                 why = "unknown"
             raise SwzcError(f"{where}{key}: {why} (keys: {', '.join(sorted(allowed))})")
+        value = _value(where, key, value)
         if name == "compile-flag" and allowed is PROJECT_KEYS:
             for flag in value if isinstance(value, list) else [value]:
                 if not isinstance(flag, str) or not any(p.fullmatch(flag) for p in PROJECT_COMPILE_FLAGS):
@@ -147,7 +160,7 @@ def _settings(path: Path, table: str, values: dict[str, Any], allowed: frozenset
                                     "compiles (-I, -D, -U, -std, -O, -arch, -gencode, …), none that choose a program or "
                                     "read another file; give it on the command line or in the user's configuration")
         if name in PATH_KEYS:
-            value = [str(path.parent / v) for v in value] if isinstance(value, list) else str(path.parent / str(value))
+            value = [str(path.parent / str(v)) for v in value] if isinstance(value, list) else str(path.parent / str(value))
         settings[name] = value
     return settings
 

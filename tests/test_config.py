@@ -303,7 +303,7 @@ def test_a_refused_key_names_the_file_the_table_and_the_reason(tmp_path, monkeyp
 @pytest.mark.parametrize("value", ["1", "[1]", '["-O3", 2]', '[["-O3"]]', "true"])
 def test_a_compile_flag_that_is_not_text_is_refused_without_a_traceback(tmp_path, value):
     path = _pyproject(tmp_path, f"[tool.swzc]\ncompile-flag = {value}\n")
-    with pytest.raises(SwzcError, match="a project may give only flags"):
+    with pytest.raises(SwzcError, match="a project may give only flags|expected a string, a number"):
         config.load(path)
 
 
@@ -316,3 +316,20 @@ def test_settings_become_the_defaults_of_the_options_that_have_those_names():
     assert not any("no-such" in m or "no_such" in m for m in found.values())
     assert config.default_map([rewrite_command], {}) == {}
     assert set(config.default_map([rewrite_command, main.commands["probe"]], {"include-dir": ["/a"]})) == {"rewrite"}
+
+
+@pytest.mark.parametrize("text", [
+    '[tool.swzc]\ninclude-dir = [["a"]]\n', "[tool.swzc]\ngrid = {a = 1}\n", "tool = 5  # swzc\n", "[tool]\nswzc = 5\n",
+    "[tool.swzc]\ninclude-dir = " + "[" * 5000 + "]" * 5000 + "\n", "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "  # swzc\n",
+])
+def test_a_malformed_table_is_a_clear_error_never_an_internal_one(project, text):
+    (project / "pyproject.toml").write_text(text)
+    result = rewrite()
+    assert result.exit_code in (0, 1, 2) and "internal error" not in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 or "swzc = 5" in text or "tool = 5" in text, result.output
+
+
+def test_a_malformed_user_file_is_a_clear_error(project):
+    _user_config(project, "include-dir = " + "[" * 5000 + "]" * 5000 + "\n")
+    result = rewrite()
+    assert result.exit_code == 2 and "nested too deeply" in result.output
