@@ -426,7 +426,7 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
     lines: list[str] = []
     for spec, adapter, shapes in uses:
         large = next((f"{gx}x{gy}x{gz}" for gx, gy, gz, _ in shapes or () if gx * gy * gz > MAX_ENUMERATED_BLOCKS), None)
-        why_sampled = ("the file does not fix this kernel's grid" if shapes is None else
+        why_sampled = ("the file does not fix this kernel's grid; --grid gives it" if shapes is None else
                        f"grid {large} has more than 2^26 blocks to go through one by one" if large else "")
         chosen = sample_shapes(adapter) if why_sampled else shapes
         assert chosen is not None

@@ -55,7 +55,7 @@ def test_a_clamped_group_order_is_a_permutation_on_every_sample_grid_but_not_acc
     the grid it runs at, so only that grid, checked block by block, proves it."""
     proof = proof_of(GROUPED_8)
     assert not proof.ok and proof.sampled and not proof.identity
-    assert proof.failure.startswith("proven only on sample grids (the file does not fix this kernel's grid)")
+    assert proof.failure.startswith("proven only on sample grids (the file does not fix this kernel's grid; --grid gives it)")
 
 
 def test_a_body_that_singles_out_a_large_grid_is_not_accepted_on_samples():
