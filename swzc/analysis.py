@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from swzc import queries
 from swzc.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
-from swzc.preprocess import CompileContext, Preprocessed, preprocess
+from swzc.preprocess import CompileContext, Preprocessed, Spans, preprocess
 from swzc.errors import SwzcError
 from swzc.source import WHOLE_CONSTRUCTS, SourceFile, SyntaxIssue
 
@@ -224,6 +224,18 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.children))
 
 
+def ancestors(root: Node, node: Node) -> list[Node]:
+    """The nodes from `root` down to `node`'s parent (`node` must lie under `root`), found from the top.
+    tree-sitter finds a node's parent by walking down from the root, so stepping up one parent at a time
+    costs the square of the depth; this costs the depth."""
+    path = []
+    current: Node | None = root
+    while current is not None and current != node:
+        path.append(current)
+        current = current.child_with_descendant(node)
+    return path
+
+
 def text(node: Node | None) -> str:
     if node is None or node.text is None:
         return ""
@@ -280,18 +292,18 @@ def functions(root: Node) -> Iterator[tuple[Node, Node]]:
     """(function_definition, its top-level item), through namespaces, extern "C", templates, #if blocks."""
     containers = {"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
                   "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
-
-    def visit(node: Node, top: Node | None) -> Iterator[tuple[Node, Node]]:
-        for child in node.children:
-            item = top or child
-            if child.type == "function_definition":
-                yield child, item
-            elif child.type in containers:
-                yield from visit(child, item)
-            elif child.type == "declaration_list":
-                yield from visit(child, item)
-
-    yield from visit(root, None)
+    stack: list[tuple[Iterator[Node], Node | None]] = [(iter(root.children), None)]  # no recursion: namespaces nest deep
+    while stack:
+        children, top = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
+        item = top or child
+        if child.type == "function_definition":
+            yield child, item
+        elif child.type in containers:
+            stack.append((iter(child.children), item))
 
 
 def _library_at(src: SourceFile, item: Node) -> int:
@@ -301,7 +313,7 @@ def _library_at(src: SourceFile, item: Node) -> int:
     while sibling is not None and sibling.type == "comment" and start.start_point.row - sibling.end_point.row <= 1:
         start = sibling
         sibling = sibling.prev_sibling
-    return src.data.rfind(b"\n", 0, start.start_byte) + 1
+    return src.line_start(start.start_byte)
 
 
 # ---- names the evaluator can resolve --------------------------------------------------------------------
@@ -379,10 +391,11 @@ _SCOPE_CONTAINERS = frozenset({"translation_unit", "declaration_list", "linkage_
 def _top_level(root: Node, inactive: tuple[tuple[int, int], ...]) -> Iterator[Node]:
     """File-level declarations, enumerators and aliases (not inside functions or classes), skipping the
     inactive branches."""
+    skipped = Spans(inactive)
     stack = [root]
     while stack:
         node = stack.pop()
-        if inactive and any(a <= node.start_byte and node.end_byte <= b for a, b in inactive):
+        if inactive and skipped.holds(node.start_byte, node.end_byte):
             continue
         if node.type in _SCOPE_ITEMS:
             yield node
@@ -878,9 +891,7 @@ def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[t
         name = text(callee).split("::")[-1].strip()
         if name not in kernels:
             continue
-        function = launch.parent
-        while function is not None and function.type != "function_definition":
-            function = function.parent
+        function = next((a for a in reversed(ancestors(src.tree.root_node, launch)) if a.type == "function_definition"), None)
         host = local_scope(function, launch.start_byte, scope) if function is not None else scope
         ev = _Evaluator(host)
         record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
@@ -1022,8 +1033,8 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
 
     in_headers, header_defined = _header_readers(pre, block_macros)
     # each device function that reads the block index, itself or through one it calls: name -> the first reader
-    reads_via = {h: via for h in device for via in [next((r for r in sorted(_reach({h}, calls)) if helper_uses.get(r)), None)]
-                 if via is not None}
+    first = _first_readers(calls, {h for h in device if helper_uses.get(h)})
+    reads_via = {h: first[h] for h in device if h in first}
     in_members = _member_readers(src, pre, block_macros, {f.start_byte for f, _ in functions(src.tree.root_node)}, set(reads_via))
     escaping = _taken_as_value(src.tree.root_node, reads_via.keys() | in_members.keys())
     variables = _variable_names(src.tree.root_node) if escaping else set()
@@ -1132,7 +1143,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
                     bound[pname] = value
                 elif arg.type == "type_descriptor":
                     types[pname] = " ".join(text(arg).split())
-            types.update(_deduced_types(function, tparams, types, kargs, site, scope))
+            types.update(_deduced_types(function, tparams, types, kargs, site, scope, src.tree.root_node))
             record = replace(record, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
             if divisor is not None:
                 kscope = local_scope(function, divisor.start_byte, scope.child(bound))
@@ -1205,7 +1216,7 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
 
 
 def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str], kargs: list[Node], site: Node,
-                   scope: Scope) -> dict[str, str]:
+                   scope: Scope, root: Node) -> dict[str, str]:
     """Type template parameters the launch leaves out, deduced as the compiler does from the declared types
     of its arguments (`float* d_A` passed for `const T* A` gives T = float)."""
     from swzc import templates
@@ -1215,7 +1226,7 @@ def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str],
         name = templates.base_type(param.type)
         if name not in tparams or name in fixed or name in found:
             continue
-        declared = templates.argument_type(arg, site)
+        declared = templates.argument_type(arg, site, root)
         if declared is not None and declared[1] == (1 if param.pointer else 0):
             found[name] = scope.resolve_type(templates.base_type(declared[0]))
     return found
@@ -1271,11 +1282,12 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
                   "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
     runs: list[tuple[int, int]] = []
 
-    def visit(node: Node) -> None:
+    def visit(node: Node) -> Iterator[Node]:
+        """The runs of `node`'s children; a container with an error in it is yielded, to be visited first."""
         start = end = -1
         for child in node.children:
             if child.type in containers and child.has_error:
-                visit(child)
+                yield child
             elif child.is_error or child.has_error or child.is_missing or child.type not in WHOLE_CONSTRUCTS:
                 start, end = (child.start_byte if start < 0 else start), child.end_byte
                 continue
@@ -1285,7 +1297,13 @@ def _unparsed_runs(src: SourceFile) -> list[tuple[int, int]]:
         if start >= 0:
             runs.append((start, end))
 
-    visit(src.tree.root_node)
+    stack = [visit(src.tree.root_node)]  # no recursion: containers nest as deep as the file does
+    while stack:
+        inner = next(stack[-1], None)
+        if inner is None:
+            stack.pop()
+        else:
+            stack.append(visit(inner))
     return runs
 
 
@@ -1299,11 +1317,12 @@ def _header_readers(pre: Preprocessed, block_macros: set[str]) -> tuple[dict[str
     names: set[str] = set()
     for header in pre.headers:
         short = os.path.basename(header.path)
+        skipped = Spans(header.inactive)
         for function in _definitions_in(header.src.tree.root_node):
             name = function_name(function)
             names.add(name)
             body = function.child_by_field_name("body")
-            if body is None or any(a <= function.start_byte and function.end_byte <= b for a, b in header.inactive):
+            if body is None or skipped.holds(function.start_byte, function.end_byte):
                 continue
             where = f"{short}:{_line(function)}"
             body_text = text(body)
@@ -1393,6 +1412,7 @@ def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
     found: dict[str, str] = {}
     for tree_src, inactive, short in [(src, pre.inactive, ""),
                                       *((h.src, h.inactive, os.path.basename(h.path)) for h in pre.headers)]:
+        skipped = Spans(inactive)
         todo = [tree_src.tree.root_node]
         while todo:
             node = todo.pop()
@@ -1402,7 +1422,7 @@ def _device_declarations(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
                     # one with an error in it may be the head of a definition that did not parse
                     if (declarator is not None and declarator.type == "function_declarator" and _has_token(child, "__device__")
                             and not child.has_error
-                            and not any(a <= child.start_byte and child.end_byte <= b for a, b in inactive)):
+                            and not skipped.holds(child.start_byte, child.end_byte)):
                         where = f"{short}:{_line(child)}" if short else f"line {_line(child)}"
                         found.setdefault(declared_name(declarator), where)
                 elif child.child_count and child.type not in ("function_definition", "compound_statement"):
@@ -1494,14 +1514,15 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
         found.append(KernelInfo(name, line, (), (), (), 0, None, (Hazard(line, why, "syntax-error"),), (), None, "", False, 0, "cuda"))
 
     spelled = re.compile(rb"\b(" + b"|".join(re.escape(m.encode()) for m in sorted(global_macros)) + rb")\b") if global_macros else None
+    scanned = 0  # the file is looked through for such macros up to here (the errors come in document order)
     for issue in src.errors:
         for match in _GLOBAL_WORD.finditer(src.data, issue.start, issue.end):
             refused(_head_name(src.data, match.end()), match.start(), f"its definition cannot be parsed: {src.error_message(issue)}")
         if spelled is None:
             continue
-        start = src.data.rfind(b"\n", 0, issue.start) + 1
-        end = src.data.find(b"\n", issue.end)
-        for use in spelled.finditer(src.data, start, len(src.data) if end < 0 else end):
+        start, end = max(src.line_start(issue.start), scanned), src.line_end(issue.end)
+        scanned = max(scanned, end)  # many errors on one long line: the line is looked through once
+        for use in spelled.finditer(src.data, start, end):
             refused(_head_name(src.data, use.end()), use.start(),
                     f"its definition spells __global__ through the macro {use.group(1).decode()}, which swzc cannot "
                     f"parse: {src.error_message(issue)}")
@@ -1523,8 +1544,9 @@ def _kernels_in_errors(src: SourceFile, known: set[str], global_macros: set[str]
     # The net under all of the above: every `__global__` in the file heads a kernel found, or a declaration,
     # or is refused here by the name it heads (`__global__ LB(128) void k(…)`, `__maxnreg__(64)`, a kernel
     # nested in a definition that did not parse): none is left out of the report.
+    aside = Spans((*src.blanked, *inactive))
     for use in _GLOBAL_WORD.finditer(src.data):
-        name, why = _unfound_kernel(src, use.start(), known, starts, inactive)
+        name, why = _unfound_kernel(src, use.start(), known, starts, aside)
         if name:
             refused(name, use.start(), why)
     return found
@@ -1535,13 +1557,12 @@ _NOT_HEADS = {"comment", "string_literal", "raw_string_literal", "char_literal",
               "preproc_function_def", "preproc_arg", "template_instantiation"}  # the last: `template __global__ void k<float>(…);`
 
 
-def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int],
-                    inactive: tuple[tuple[int, int], ...]) -> tuple[str, str]:
+def _unfound_kernel(src: SourceFile, at: int, known: set[str], starts: list[int], aside: Spans) -> tuple[str, str]:
     """(name, why) of the kernel the `__global__` at `at` heads, where nothing found it; ("", "") where it is a
     comment's, a string's or a macro's, a clean declaration's (a prototype), a kernel's that was found, or
     in a part the build never reads (parsed as spaces)."""
     name = _head_name(src.data, at + len("__global__"))
-    if not name or name in known or any(a <= at < b for a, b in (*src.blanked, *inactive)):  # or a branch never taken
+    if not name or name in known or aside.has(at):  # parsed as spaces, or in a branch never taken
         return "", ""
     node: Node | None = src.tree.root_node.descendant_for_byte_range(at, at + len("__global__"))
     while node is not None:
@@ -1595,6 +1616,28 @@ def _reach(start: set[str], calls: Mapping[str, set[str]]) -> set[str]:
     return seen
 
 
+def _first_readers(calls: Mapping[str, set[str]], readers: set[str]) -> dict[str, str]:
+    """Each function that reaches one of `readers` through `calls` (itself included) -> the first of them it
+    reaches, by name.  Each reader, in name order, claims the functions that reach it and that no reader
+    before it claimed, walking the calls backwards: a chain of N functions costs N steps, not N per function."""
+    callers: dict[str, set[str]] = {}
+    for caller, callees in calls.items():
+        for callee in callees:
+            callers.setdefault(callee, set()).add(caller)
+    first: dict[str, str] = {}
+    for reader in sorted(readers):
+        if reader in first:
+            continue  # it reaches a reader before it in name order
+        first[reader] = reader
+        todo = [reader]
+        while todo:
+            for caller in callers.get(todo.pop(), ()):
+                if caller not in first:  # one claimed already reaches an earlier reader, and so do its callers
+                    first[caller] = reader
+                    todo.append(caller)
+    return first
+
+
 def _dedupe(hazards: list[Hazard]) -> list[Hazard]:
     return list(dict.fromkeys(hazards))
 
@@ -1607,9 +1650,9 @@ def _insertion(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[int |
     statement = next((s for s in body.named_children if s.start_byte <= first < s.end_byte), None)
     if statement is None:
         return None, "", False
-    line_start = src.data.rfind(b"\n", 0, statement.start_byte) + 1
-    prefix = src.data[line_start : statement.start_byte]
-    if prefix.strip() == b"":
+    line_start = src.line_start(statement.start_byte)
+    if _BLANK.fullmatch(src.data, line_start, statement.start_byte):  # (no copy of a long line's head to look at)
+        prefix = src.data[line_start : statement.start_byte]
         at = line_start
         while at > 0:  # above the #pragma lines in front of it (`#pragma unroll` belongs to the loop after it)
             previous = src.data.rfind(b"\n", 0, at - 1) + 1
@@ -1622,5 +1665,6 @@ def _insertion(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[int |
     return statement.start_byte, "", True
 
 
+_BLANK = re.compile(rb"\s*")
 _PRAGMA_LINE = re.compile(rb"[ \t]*(?:#[ \t]*pragma\b|_Pragma[ \t]*\()")
 _MACRO_LINE = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*(?:\([^\n]*\))?[ \t]*\r?\n")

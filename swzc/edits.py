@@ -86,7 +86,8 @@ def rewrite(src: SourceFile, edits: list[Edit]) -> SourceFile:
     not have any other: a new one means an edit broke the file."""
     data = apply_edits(src.data, edits)
     shift = _Shift(edits)
-    new = load_bytes(src.path, data, tuple((shift(a), shift(b, before=False)) for a, b in src.blanked))
+    # not checked for depth: the original was, and only its bytes and syntax errors are read from this one
+    new = load_bytes(src.path, data, tuple((shift(a), shift(b, before=False)) for a, b in src.blanked), max_nesting=None)
     carried = set()
     for e in src.errors:  # a zero-width issue at an insertion point may land on either side of it
         for start in {shift(e.start), shift(e.start, before=False)}:

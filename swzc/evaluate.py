@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from swzc.source import parse
+from swzc.source import parse, too_deep
 
 Value = int | float
 Dim3 = tuple[int, int, int]
@@ -163,9 +163,9 @@ class Scope:
 
 @functools.lru_cache(maxsize=1024)
 def expression_of(text: str) -> Node | None:
-    """Parse macro body text as an expression."""
+    """Parse macro body text as an expression (None when it is not one, or is nested too deeply to follow)."""
     tree = parse(b"int swzc_probe_ = (" + text.encode("utf-8", "surrogateescape") + b"\n);")
-    if tree.root_node.has_error:
+    if tree.root_node.has_error or too_deep(tree) is not None:
         return None
     node = tree.root_node.child(0)
     while node is not None and node.type != "parenthesized_expression":

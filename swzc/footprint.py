@@ -59,6 +59,7 @@ _CASTS = {"reinterpret_cast", "static_cast", "const_cast"}
 _TEXTURE = re.compile(r"^(tex(1D|2D|3D|Cubemap)\w*|tex1Dfetch|tex2Dgather|surf(1D|2D|3D|Cubemap)\w*(read|write))$")
 _PASSIVE = {"printf", "assert", "__syncthreads", "__syncwarp", "__threadfence", "__cvta_generic_to_shared"}
 _MAX_NESTING = 4  # macro and helper expansions inside one another
+_MAX_CHAIN = 64  # definitions followed one through another (`auto c = b;` where `auto b = a;` …)
 
 
 class _CannotFollow(Exception):
@@ -476,6 +477,7 @@ class _Kernel:
                 self.kinds.setdefault(declared_name(decl), []).append((decl, "pointer", type_text))
         self.sets: dict[str, _Set] = {}
         self.reaches: dict[Atom, frozenset[str]] = {}
+        self.bounds: dict[Atom, tuple[int, int]] = {}  # interval bounds of each atom (_atom_bounds)
         self.structs: dict[str, tuple[int, int]] = {}  # struct name -> (size, alignment), C layout
         self.shared_structs: set[str] = set()  # structs whose methods hand out shared memory
         self.struct_nodes = facts.structs
@@ -496,6 +498,7 @@ class _Kernel:
         # t = d * (t / d) + t % d.  symbol -> (d, quotient symbol, remainder symbol)
         self.splits: dict[str, tuple[int, str, str]] = {}
         self.deducing: set[int] = set()  # `auto` declarations whose type is being deduced
+        self.function_at: dict[Node, int] = {}  # node -> where the function holding it starts (_function_of)
 
     def _collect(self, root: Node) -> None:
         for node in walk(root):
@@ -730,6 +733,7 @@ class _Kernel:
             self.ranges[f"{t}/{d}"], self.ranges[f"{t}%{d}"] = self.ranges[t] // d, d
             self.reaches.clear()
             self.sets.clear()
+            self.bounds.clear()
         return Affine.of(1, self.splits[t][1 if quotient else 2])
 
     def _is_thread(self, symbol: Atom) -> bool:
@@ -914,23 +918,25 @@ class _Kernel:
             return block.scale(threads) + rank if method == "thread_rank" else block
         return None
 
-    def _group_of(self, obj: Node | None, ctx: _Ctx | None) -> tuple[str, int] | None:
+    def _group_of(self, obj: Node | None, ctx: _Ctx | None, depth: int = 0) -> tuple[str, int] | None:
         """("block" | "tile" | "grid", tile size) of a cooperative group expression."""
         if obj is None:
             return None
+        if depth > _MAX_CHAIN:
+            raise _CannotFollow(f"{_short(obj)}: a group named through more than {_MAX_CHAIN} definitions")
         if obj.type == "identifier":
             name = text(obj)
             if ctx is not None and name in ctx.env:
-                return self._group_of(*ctx.env[name])
+                return self._group_of(*ctx.env[name], depth + 1)
             found = self._kind(name, _where(obj, ctx))
             if found is None:  # `cg::thread_block_tile<32> warp = …` can parse as a comparison: read the value
                 reaching = self._reaching(name, _where(obj, ctx))
-                return self._group_of(reaching[1], _home(ctx)) if reaching is not None else None
+                return self._group_of(reaching[1], _home(ctx), depth + 1) if reaching is not None else None
             declaration = found[0].parent
             type_text = text(declaration.child_by_field_name("type")) if declaration is not None else ""
             value = found[0].child_by_field_name("value")
             if "auto" in type_text and value is not None:
-                return self._group_of(value, _home(ctx))
+                return self._group_of(value, _home(ctx), depth + 1)
             return self._group_type(type_text, ctx)
         if obj.type == "call_expression":
             callee = _callee(obj)
@@ -988,13 +994,32 @@ class _Kernel:
         return None
 
     # -- definitions and moves ------------------------------------------------------------------------------
+    def _function_of(self, node: Node) -> int:
+        """Where the function holding `node` starts (-1: none, as in a macro's body), remembered for every node
+        on the way up: tree-sitter finds a parent by walking down from the root, so walking up a deep tree
+        again for each read would cost the square of its depth every time."""
+        path = []
+        at: Node | None = node
+        found: int | None = None
+        while at is not None and at.type != "function_definition":
+            found = self.function_at.get(at)
+            if found is not None:
+                break
+            path.append(at)
+            at = at.parent
+        if found is None:
+            found = at.start_byte if at is not None else -1
+        for passed in path:
+            self.function_at[passed] = found
+        return found
+
     def _reaching(self, name: str, use: Node) -> tuple[Node, Node | None] | None:
         """The definition of `name` that reaches `use` in straight-line code: the last one before it, in
         the same function, whose declaration's scope holds the use."""
-        function_at = _function_of(use)
+        function_at = self._function_of(use)
         found = None
         for where, value in self.defs.get(name, []):
-            if where.start_byte >= use.start_byte or _function_of(where) != function_at:
+            if where.start_byte >= use.start_byte or self._function_of(where) != function_at:
                 continue
             if where.end_byte > use.start_byte and where.type != "init_declarator":
                 continue
@@ -1010,9 +1035,9 @@ class _Kernel:
         through `x += e`, `x++`, `x = x + e` in straight-line code or once per iteration of a loop that
         holds the use; in units of `unit` (the pointee's size for a pointer)."""
         total = Affine.of(0)
-        function_at = _function_of(use)
+        function_at = self._function_of(use)
         for move, step_node, sign in self.moves.get(name, []):
-            if _function_of(move) != function_at or (where is not None and move.start_byte < where.end_byte):
+            if self._function_of(move) != function_at or (where is not None and move.start_byte < where.end_byte):
                 continue
             if not sign:
                 raise _CannotFollow(f"{name} changes at line {_line(move)} in a way the analysis does not follow")
@@ -1237,7 +1262,7 @@ class _Kernel:
             if _loop_of(where) is not None:
                 raise _CannotFollow(f"a pointer that is a loop variable: {name}")
             if _conditional_between(where, at):
-                defs = [v for w, v in self.defs.get(name, []) if _function_of(w) == _function_of(at)]
+                defs = [v for w, v in self.defs.get(name, []) if self._function_of(w) == self._function_of(at)]
                 if all(v is not None and self._points_local(v, home) for v in defs):
                     return None
                 raise _CannotFollow(f"{name} is assigned under a condition or in a loop")
@@ -1249,7 +1274,7 @@ class _Kernel:
             if kind is not None and kind[1] == "pointer":
                 base = replace(base, pointee=kind[2])
             return self._moved_address(base, name, where, at, depth, home)
-        if name in self.param_types and _function_of(at) == self.function.start_byte:
+        if name in self.param_types and self._function_of(at) == self.function.start_byte:
             base = _Address(name, Affine.of(0), self.param_types[name])
             return self._moved_address(base, name, None, at, depth, home)
         if name in self.globals:
@@ -1274,10 +1299,10 @@ class _Kernel:
 
     def _kind(self, name: str, at: Node) -> tuple[Node, str, str] | None:
         """The declaration of a local `name` visible at `at`: (declaration, kind, pointee type)."""
-        function_at = _function_of(at)
+        function_at = self._function_of(at)
         found = None
         for decl, kind, type_text in self.kinds.get(name, []):
-            if decl.start_byte >= at.start_byte or _function_of(decl) != function_at:
+            if decl.start_byte >= at.start_byte or self._function_of(decl) != function_at:
                 continue
             scope = _scope_of(decl)
             if scope is not None and not (scope.start_byte <= at.start_byte < scope.end_byte):
@@ -1289,6 +1314,8 @@ class _Kernel:
                 return found[0], "local", ""
             if found[0].start_byte in self.deducing:  # `auto p = p + 1` names itself
                 return found[0], "self", ""
+            if len(self.deducing) >= _MAX_CHAIN:  # `auto b = a; auto c = b; …`, each deduced from the one before
+                raise _CannotFollow(f"{name}: its type is deduced through more than {_MAX_CHAIN} `auto` definitions")
             self.deducing.add(found[0].start_byte)
             try:
                 pointer = self.is_pointer(value, None)
@@ -1356,12 +1383,33 @@ class _Kernel:
             return False
 
     def is_pointer(self, node: Node | None, ctx: _Ctx | None) -> bool:
-        """Whether an expression is a pointer (or an array), by its form and the declarations it names."""
-        if node is None:
-            return False
+        """Whether an expression is a pointer (or an array), by its form and the declarations it names.  The
+        parts that may make it one (`(p)`, `p + i`, `i + p`, `c ? p : q`) are looked at left to right from a
+        stack of their own: a 100,000-term sum nests as deep as it is long."""
+        todo: list[tuple[Node | None, _Ctx | None]] = [(node, ctx)]
+        while todo:
+            node, ctx = todo.pop()
+            if node is None:
+                continue
+            kind = node.type
+            if kind == "parenthesized_expression":
+                if node.named_child_count == 1:
+                    todo.append((node.named_children[0], ctx))
+            elif kind == "binary_expression" and text(node.child_by_field_name("operator")) in ("+", "-"):
+                if text(node.child_by_field_name("operator")) == "+":
+                    todo.append((node.child_by_field_name("right"), ctx))
+                todo.append((node.child_by_field_name("left"), ctx))
+            elif kind == "conditional_expression":
+                todo.append((node.child_by_field_name("consequence"), ctx))
+            elif kind == "identifier" and ctx is not None and text(node) in ctx.env:
+                todo.append(ctx.env[text(node)])
+            elif self._pointer_form(node, ctx):
+                return True
+        return False
+
+    def _pointer_form(self, node: Node, ctx: _Ctx | None) -> bool:
+        """is_pointer for an expression that is not made of others that may be pointers."""
         kind = node.type
-        if kind == "parenthesized_expression":
-            return node.named_child_count == 1 and self.is_pointer(node.named_children[0], ctx)
         if kind == "cast_expression":
             return "*" in text(node.child_by_field_name("type"))
         if kind == "call_expression":
@@ -1371,21 +1419,13 @@ class _Kernel:
             return _callee(node) == "__builtin_assume_aligned"
         if kind == "pointer_expression":
             return text(node.child_by_field_name("operator")) == "&"
-        if kind == "binary_expression" and text(node.child_by_field_name("operator")) in ("+", "-"):
-            return self.is_pointer(node.child_by_field_name("left"), ctx) or (
-                text(node.child_by_field_name("operator")) == "+" and self.is_pointer(node.child_by_field_name("right"), ctx))
-        if kind == "conditional_expression":
-            return self.is_pointer(node.child_by_field_name("consequence"), ctx)
         if kind == "identifier":
             name = text(node)
-            if ctx is not None and name in ctx.env:
-                arg, outer = ctx.env[name]
-                return self.is_pointer(arg, outer)
             at = _where(node, ctx)
             found = self._kind(name, at)
             if found is not None:
                 return found[1] in ("pointer", "auto-pointer", "self") or (found[1] == "local" and "[" in text(found[0]).split("=")[0])
-            return (name in self.param_types and _function_of(at) == self.function.start_byte) or name in self.globals
+            return (name in self.param_types and self._function_of(at) == self.function.start_byte) or name in self.globals
         return False
 
     # -- sets of values ---------------------------------------------------------------------------------------------
@@ -1509,6 +1549,13 @@ class _Kernel:
         return lo, hi
 
     def _atom_bounds(self, atom: Atom) -> tuple[int, int]:
+        """Interval bounds of one atom, found once: a loop's bounds read the enclosing loop's twice (its start
+        and its trip count), so nested loops that start where the enclosing one is would cost 4^depth."""
+        if atom not in self.bounds:
+            self.bounds[atom] = self._new_atom_bounds(atom)
+        return self.bounds[atom]
+
+    def _new_atom_bounds(self, atom: Atom) -> tuple[int, int]:
         if isinstance(atom, str):
             if atom in self.ranges:
                 return 0, self.ranges[atom] - 1
@@ -1743,12 +1790,6 @@ def _pointer_parameters(function: Node) -> list[tuple[Node, str]]:
     return found
 
 
-def _function_of(node: Node) -> int:
-    while node is not None and node.type != "function_definition":
-        node = node.parent
-    return node.start_byte if node is not None else -1
-
-
 def _scope_of(decl: Node) -> Node | None:
     """The block a declaration is visible in."""
     node = decl.parent
@@ -1921,6 +1962,9 @@ class _Sites:
                 continue  # outside the tile loop's body: once per block, not per tile, so not in a tile's footprint
             try:
                 self._visit(node, ctx, at)
+            except _CannotFollow as why:  # outside an access (a call's arguments, a macro's name): what it may touch is unknown
+                self.unknown.append(UnknownAccess(_kernel_line(at, ctx), _short(node), "read-write", str(why)))
+                continue
             except RecursionError:  # definitions that refer to themselves, in code that parses but cannot compile
                 self.unknown.append(UnknownAccess(_kernel_line(at, ctx), _short(node), "read-write",
                                                   "an expression that refers to itself"))

@@ -134,7 +134,8 @@ def _changes(old: bytes, edits: list[Edit]) -> list[_Change]:
         end = _line_end(old, edits[i].end)
         j = i + 1
         while j < len(edits) and (edits[j].start < end or end == len(old)):
-            end = max(end, _line_end(old, edits[j].end))
+            if edits[j].end >= end:  # (an edit inside the run's lines ends no later: no scan of a long line each time)
+                end = _line_end(old, edits[j].end)
             j += 1
         pieces, at = [], start
         for edit in edits[i:j]:

@@ -21,17 +21,20 @@ compiler or a system header defines (`__…`, `_X…`, `CUDA…`, `HIP…`): the
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import json
 import os
 import re
 import shlex
-import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tree_sitter import Node
 
+from swzc.errors import SwzcError
+from swzc.inputs import read_regular
 from swzc.evaluate import Budget, Evaluator, Macro, Scope, Value
 from swzc.source import SourceFile, load_bytes
 
@@ -93,7 +96,32 @@ class Preprocessed:
     function_like: frozenset[str] = frozenset()  # macros defined with parameters, on some path taken
 
     def active(self, node: Node) -> bool:
-        return not any(a <= node.start_byte and node.end_byte <= b for a, b in self.inactive)
+        return not self.inactive_spans.holds(node.start_byte, node.end_byte)
+
+    @functools.cached_property
+    def inactive_spans(self) -> Spans:
+        return Spans(self.inactive)
+
+
+class Spans:
+    """Byte ranges [a, b), asked whether one of them holds a stretch or a byte: by bisection over the ranges
+    sorted by start, with the furthest end reached so far, so that a file of many #if branches is not looked
+    through range by range for each node."""
+
+    def __init__(self, ranges: Iterable[tuple[int, int]]) -> None:
+        ordered = sorted(ranges)
+        self.starts = [a for a, _ in ordered]
+        self.reach = list(itertools.accumulate((b for _, b in ordered), max))
+
+    def holds(self, start: int, end: int) -> bool:
+        """Whether one range holds all of [start, end)."""
+        i = bisect.bisect_right(self.starts, start) - 1
+        return i >= 0 and end <= self.reach[i]
+
+    def has(self, at: int) -> bool:
+        """Whether a range holds byte `at`."""
+        i = bisect.bisect_right(self.starts, at) - 1
+        return i >= 0 and at < self.reach[i]
 
 
 @dataclass
@@ -127,15 +155,32 @@ def preprocess(src: SourceFile, context: CompileContext | None = None, budget: B
             table[name] = Macro(None, value)
     folder = os.path.dirname(os.path.abspath(src.path))
     inactive: list[tuple[int, int]] = []
-    _walk(src.tree.root_node, table, inactive, state, folder, [os.path.abspath(src.path)])
+    _run(_walk(src.tree.root_node, table, inactive, state, folder, [os.path.abspath(src.path)]))
     if state.budget.exhausted:
         state.notes.append("evaluation stopped at its work limit (deeply nested macros?); what it had not reached is unknown")
     return Preprocessed(table, tuple(inactive), tuple(state.headers), tuple(dict.fromkeys(state.notes)),
                         {name: tuple(sorted(bodies)) for name, bodies in state.bodies.items()}, frozenset(state.function_like))
 
 
+# The walk nests as the file does (#if in #if, an #include in a namespace, a header's own includes).  Its
+# steps are generators that yield the steps nested in them, run by _run from a stack of its own: however
+# deep the file nests, Python's recursion limit is never reached.
+_Steps = Iterator["_Steps"]
+
+
+def _run(step: _Steps) -> None:
+    """Run a step and, depth first and in order, every step it yields."""
+    stack = [step]
+    while stack:
+        inner = next(stack[-1], None)
+        if inner is None:
+            stack.pop()
+        else:
+            stack.append(inner)
+
+
 def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
-          stack: list[str]) -> None:
+          stack: list[str]) -> _Steps:
     for child in node.children:
         kind = child.type
         if kind == "preproc_def":
@@ -150,13 +195,13 @@ def _walk(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, 
         elif kind == "preproc_include":
             path = child.child_by_field_name("path")
             if path is not None and path.type == "string_literal":
-                _include(_text(path)[1:-1], table, state, folder, stack)
+                yield _include(_text(path)[1:-1], table, state, folder, stack)
             elif path is not None and path.type == "system_lib_string":  # <lib/x.cuh>: the project's -I folders only
-                _include_angled(_text(path)[1:-1], table, state, stack)
+                yield _include_angled(_text(path)[1:-1], table, state, stack)
         elif kind in ("preproc_if", "preproc_ifdef"):
-            _conditional(child, table, inactive, state, folder, stack)
+            yield _conditional(child, table, inactive, state, folder, stack)
         elif not _LEAVES.search(kind) and child.child_count:
-            _walk(child, table, inactive, state, folder, stack)
+            yield _walk(child, table, inactive, state, folder, stack)
 
 
 def _branches(node: Node) -> list[tuple[Node, Node | None]]:
@@ -170,7 +215,7 @@ def _branches(node: Node) -> list[tuple[Node, Node | None]]:
 
 
 def _conditional(node: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
-                 stack: list[str]) -> None:
+                 stack: list[str]) -> _Steps:
     possible: list[dict[str, Macro | None]] = []
     decided = False
     for branch, condition in _branches(node):
@@ -181,7 +226,7 @@ def _conditional(node: Node, table: dict[str, Macro | None], inactive: list[tupl
             inactive.append((own_start, own_end))
             continue
         fork = dict(table)
-        _walk_branch(branch, fork, inactive, state, folder, stack)
+        yield _walk_branch(branch, fork, inactive, state, folder, stack)
         possible.append(fork)
         if truth is True:
             decided = True
@@ -192,14 +237,14 @@ def _conditional(node: Node, table: dict[str, Macro | None], inactive: list[tupl
 
 
 def _walk_branch(branch: Node, table: dict[str, Macro | None], inactive: list[tuple[int, int]], state: _State, folder: str,
-                 stack: list[str]) -> None:
+                 stack: list[str]) -> _Steps:
     """The statements of one branch, without its #elif/#else alternative (walked as its own branch)."""
     alternative = branch.child_by_field_name("alternative")
     condition = branch.child_by_field_name("condition") or branch.child_by_field_name("name")
     for child in branch.children:
         if child == alternative or child == condition:
             continue
-        _walk(_Single(child), table, inactive, state, folder, stack)  # type: ignore[arg-type]
+        yield _walk(_Single(child), table, inactive, state, folder, stack)  # type: ignore[arg-type]
 
 
 class _Single:
@@ -268,7 +313,7 @@ class _ConditionEvaluator(Evaluator):
         return super()._name(name, depth)  # type: ignore[return-value]
 
 
-def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder: str, stack: list[str]) -> None:
+def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder: str, stack: list[str]) -> _Steps:
     where = stack[-1]
     path = _find_header(spelled, folder, state.context.include_dirs)
     if path is None:
@@ -286,17 +331,17 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     if header is None:
         return
     inactive: list[tuple[int, int]] = []
-    _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
+    yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
     state.headers.append(Header(path, spelled, header, tuple(inactive)))
 
 
-def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State, stack: list[str]) -> None:
+def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State, stack: list[str]) -> _Steps:
     """`#include <…>` as the compiler finds it in the -I folders, but not in a toolkit's own (the CUDA or HIP
     headers, which hold none of the project's helpers); one not found there is a system header, not read."""
     project = tuple(d for d in state.context.include_dirs if not _toolkit_folder(d))
     path = _find_header(spelled, project[0], project[1:]) if project else None
     if path is not None:
-        _include(path, table, state, os.path.dirname(path), stack)  # found: an absolute path, found again at once
+        yield _include(path, table, state, os.path.dirname(path), stack)  # found: an absolute path, found again at once
 
 
 def _toolkit_folder(folder: str) -> bool:
@@ -320,33 +365,20 @@ def _read_header(path: str, spelled: str, state: _State) -> SourceFile | None:
         state.notes.append(f"header \"{spelled}\" not read: the headers of this file pass {MAX_TOTAL_BYTES >> 20} MiB")
         return None
     state.total_bytes += len(data)
-    return load_bytes(path, data)
+    try:
+        return load_bytes(path, data)
+    except SwzcError as exc:  # nested too deeply to follow
+        state.notes.append(f"header \"{spelled}\" not read: {exc.message}")
+        return None
 
 
 def read_regular_file(path: str, limit: int) -> bytes | str:
-    """The bytes of a regular file of at most `limit` bytes, or why not (a FIFO or device never blocks)."""
+    """The bytes of a regular file of at most `limit` bytes, or why not (a FIFO or device never blocks): swzc's
+    one bounded read (swzc.inputs), its refusal said without the path."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if info.st_size > limit:
-            return f"larger than {limit} bytes"
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > limit:
-                return f"larger than {limit} bytes"
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    finally:
-        os.close(fd)
+        return read_regular(path, limit)
+    except SwzcError as exc:
+        return exc.message.removeprefix(f"{path}: ")
 
 
 def _short(path: str) -> str:
@@ -515,16 +547,17 @@ def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple
     stack: list[dict] = []  # per open chain: directive lines, branches (start, truth), decided, undecidable
     budget = Budget()
 
-    def live(frames: list[dict] | None = None) -> bool | None:
-        """Whether code at this point is compiled: True, False, or None (it depends on an undecided #if)."""
-        state: bool | None = True
-        for frame in stack if frames is None else frames:
-            truth = frame["branches"][-1][1]
-            if truth is False:
-                return False
-            if truth is None or frame["unknown"]:
-                state = None
-        return state
+    def live() -> bool | None:
+        """Whether code at this point is compiled: True, False, or None (it depends on an undecided #if).
+        Each open chain keeps what held around it when it opened (the chains outside it do not change while
+        it is open), so only the innermost is looked at, however deep the #ifs nest."""
+        if not stack:
+            return True
+        frame = stack[-1]
+        truth = frame["branches"][-1][1]
+        if truth is False or frame["outer"] is False:
+            return False
+        return None if truth is None or frame["unknown"] or frame["outer"] is None else True
 
     def condition(kind: str, rest: bytes) -> bool | None:
         text = re.sub(rb"/\*.*?\*/|//.*", b" ", rest, flags=re.S).replace(b"\\\n", b" ").strip().decode("utf-8", "replace")
@@ -550,7 +583,7 @@ def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple
                     and following.group(2).split()[:1] == guard and outer is not False:
                 truth = guard[0].decode() not in table  # an include guard: whatever its name, the file defines it
             stack.append({"lines": [(start, end)], "branches": [(end, truth)], "decided": truth is True,
-                          "unknown": truth is None, "dead": outer is False})
+                          "unknown": truth is None, "dead": outer is False, "outer": outer})
         elif kind in ("elif", "elifdef", "elifndef", "else") and stack:
             frame = stack[-1]
             if frame["decided"] or frame["dead"]:
@@ -591,9 +624,11 @@ def _decided_branches(data: bytes, table: dict[str, Macro | None]) -> list[tuple
 
 def _condition_node(text: str) -> Node | None:
     """An #if condition as an expression tree; `defined X` and `defined(X)` become preproc_defined."""
-    from swzc.source import parse
+    from swzc.source import parse, too_deep
 
     tree = parse(f"#if {text}\n#endif\n".encode("utf-8", "surrogateescape"))
+    if too_deep(tree) is not None:
+        return None  # unknown, as a condition the evaluator cannot decide
     node = tree.root_node.child(0)
     return node.child_by_field_name("condition") if node is not None and node.type == "preproc_if" else None
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from swzc.analysis import KernelInfo, kernel_function
 from swzc.evaluate import Value
 from swzc.footprint import Footprint, UnknownAccess, footprint
@@ -194,6 +196,11 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
+        blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
+        if maps and blocks > maps[0].shape[0] and all(np.array_equal(order, maps[0]) for order in maps):
+            # the window the model follows decides this: say so (a grid past 2^32 blocks keeps its order, say)
+            reason += (f"; the model follows the first {maps[0].shape[0]:,} of the grid's {blocks:,} blocks, and every "
+                       "candidate runs those in identity's order")
         return Ranking(fp, tuple(predictions), None, reason)
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Tree
 
+from swzc.errors import ExitCode, SwzcError
 from swzc.inputs import read_regular
 
 CUDA = Language(tree_sitter_cuda.language())
@@ -60,6 +61,16 @@ class SourceFile:
         """1-based line and column of a byte offset."""
         line = bisect.bisect_right(self.line_starts, byte)
         return line, byte - self.line_starts[line - 1] + 1
+
+    def line_start(self, byte: int) -> int:
+        """The offset of the line that holds a byte offset (found by bisection: a file of one long line holds
+        many kernels, and looking back for the newline from each would cost the line's length each time)."""
+        return self.line_starts[bisect.bisect_right(self.line_starts, byte) - 1]
+
+    def line_end(self, byte: int) -> int:
+        """The offset of the newline that ends the line holding a byte offset, or the file's length."""
+        at = bisect.bisect_right(self.line_starts, byte)
+        return self.line_starts[at] - 1 if at < len(self.line_starts) else len(self.data)
 
     @functools.cached_property
     def line_starts(self) -> list[int]:
@@ -234,10 +245,48 @@ _HIP_DYNAMIC_SHARED = re.compile(rb"\bHIP_DYNAMIC_SHARED[ \t]*\([ \t]*([A-Za-z_]
 _LAUNCH_CONFIG = re.compile(rb"<<<(?=[^;>]{0,400}\{)[^;]{0,400}?>>>")
 
 
-def load_bytes(path: str, data: bytes, blanked: tuple[tuple[int, int], ...] = ()) -> SourceFile:
+# A syntax tree deeper than this is refused (exit 2).  tree-sitter finds a node's parent by walking down from
+# the root, so each step up costs time in proportion to the node's depth, and the analysis steps up from the
+# nodes it reads (to the enclosing loop, statement or function): a file of 10,000 nested `if`s or a
+# 100,000-term sum would cost time growing with the square of its depth.  Real code stays far below: at most
+# 166 levels over 1,215 files of cuda-samples, ggml, rodinia and LeetCUDA (a long else-if chain), and clang
+# itself stops at 256 nested brackets.  Each `if`, loop, block, namespace, `#if` or `#elif`, bracket, operator
+# of a chain (`a + b + …`) or template argument list adds one level or two.
+MAX_NESTING = 1000
+
+
+def too_deep(tree: Tree, limit: int = MAX_NESTING) -> int | None:
+    """The byte offset of the first node (in document order) more than `limit` levels below the root, or
+    None when there is none.  A cursor walk: no recursion, and no more than the nodes up to that one."""
+    cursor = tree.walk()
+    depth = 1
+    while True:
+        if depth > limit:
+            return cursor.node.start_byte  # type: ignore[union-attr]
+        if cursor.goto_first_child():
+            depth += 1
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return None
+            depth -= 1
+
+
+def nesting_error(path: str, data: bytes, at: int, limit: int = MAX_NESTING) -> SwzcError:
+    line = data.count(b"\n", 0, at) + 1
+    col = at - (data.rfind(b"\n", 0, at) + 1) + 1
+    return SwzcError(f"{path}:{line}:{col}: nested more than {limit} levels deep (blocks, brackets, #if or else-if chains, "
+                     f"chains of operators); swzc reads at most {limit} levels", ExitCode.BAD_INPUT)
+
+
+def load_bytes(path: str, data: bytes, blanked: tuple[tuple[int, int], ...] = (), max_nesting: int | None = MAX_NESTING) -> SourceFile:
     """Parse bytes.  Parts tree-sitter cannot parse are kept as `errors`: the analysis refuses the kernels
-    they touch and works on the rest."""
+    they touch and works on the rest.  A tree more than `max_nesting` levels deep is an input error
+    (SwzcError, exit 2, naming the place); None: not checked."""
     tree = parse(parse_view(data, blanked))
+    deep = too_deep(tree, max_nesting) if max_nesting is not None else None
+    if deep is not None:
+        raise nesting_error(path, data, deep, max_nesting)  # type: ignore[arg-type]
     return SourceFile(path=path, data=data, tree=tree, dialect=detect_dialect(path, data), errors=syntax_issues(data, tree),
                       blanked=blanked)
 

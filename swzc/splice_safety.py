@@ -43,16 +43,45 @@ def side_effect_in(root: Node, macros: Mapping[str, Macro | None]) -> Callable[[
         single = statements[0] if len(statements) == 1 and statements[0].type == "return_statement" else None
         value = single.named_children[0] if single is not None and single.named_child_count == 1 else None
         returns.setdefault(function_name(function), []).append(value)  # every overload must be pure
+    # A pure function may call pure functions.  Each is read once, taking every function of the file for pure
+    # and noting which it calls; then, from those that call none, each found pure frees its callers (a
+    # function that calls itself, or a cycle of them, is never pure).  Linear in the file, where asking again
+    # until nothing changes would read a chain of N such functions N times.
+    waits: dict[str, set[str]] = {}
+    names = frozenset(returns)
+    for name, values in returns.items():
+        assumed = _Assumed(names)
+        if all(v is not None and side_effect(v, macros, assumed) is None for v in values):  # type: ignore[arg-type]
+            waits[name] = assumed.asked
+    callers: dict[str, set[str]] = {}
+    for name, callees in waits.items():
+        for callee in callees:
+            callers.setdefault(callee, set()).add(name)
     pure: set[str] = set()
-    changed = True
-    while changed:  # a pure function may call pure functions
-        changed = False
-        for name, values in returns.items():
-            if name not in pure and all(v is not None and side_effect(v, macros, frozenset(pure)) is None for v in values):
-                pure.add(name)
-                changed = True
+    ready = [name for name, callees in waits.items() if not callees]
+    while ready:
+        name = ready.pop()
+        pure.add(name)
+        for caller in callers.get(name, ()):
+            waits[caller].discard(name)
+            if not waits[caller]:
+                ready.append(caller)
     known = frozenset(pure)
     return lambda expr: side_effect(expr, macros, known)
+
+
+class _Assumed:
+    """The names of `names`, each taken for a pure function, and the ones asked about noted in `asked`."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.asked: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.names:
+            self.asked.add(name)  # type: ignore[arg-type]
+            return True
+        return False
 
 
 def side_effect(expr: Node, macros: Mapping[str, Macro | None], pure: frozenset[str] = frozenset(), depth: int = 0) -> str | None:

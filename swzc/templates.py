@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from swzc import queries
-from swzc.analysis import Launch, Parameter, declared_name, text, walk
-from swzc.evaluate import Scope, Value
+from swzc.analysis import Launch, Parameter, ancestors, declared_name, text, walk
+from swzc.evaluate import Budget, Scope, Value
 from swzc.source import SourceFile
 
 _QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename", "class"})
+_MAX_STEPS = 128  # parentheses, operators and `auto` definitions an argument's type is followed through, in all
 _INTEGRAL = frozenset({"int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "unsigned long long",
                        "short", "unsigned short", "char", "signed char", "unsigned char", "size_t", "int64_t", "uint64_t",
                        "int32_t", "uint32_t", "int16_t", "uint16_t", "int8_t", "uint8_t", "ptrdiff_t"})
@@ -121,7 +122,7 @@ def template_arguments(src: SourceFile, function: Node, params: list[Parameter],
                 tp = next((t for t in tparams if t.name == name and t.kind == "type"), None)
                 if tp is None or tp.name in fixed:
                     continue
-                found = argument_type(arg, call)
+                found = argument_type(arg, call, src.tree.root_node)
                 if found is not None and found[1] == (1 if param.pointer else 0):
                     fixed[tp.name] = _canonical(found[0], scope)
     listing: list[str] = []
@@ -194,14 +195,39 @@ def _kernel_named(node: Node) -> tuple[str, list[Node]]:
     return "", []
 
 
-def argument_type(arg: Node, site: Node) -> tuple[str, int] | None:
+def argument_type(arg: Node, site: Node, root: Node | None = None) -> tuple[str, int] | None:
     """The declared type of an argument expression at `site`, as (base type as written, pointer depth); None
-    where it is not plain to see (a call's result, a member, a template's value type)."""
+    where it is not plain to see (a call's result, a member, a template's value type), or not within
+    _MAX_STEPS steps through parentheses, operators and `auto` definitions.  `root`, the root of `site`'s
+    tree, is where the blocks around `site` are found from: in a deep tree, faster than stepping up."""
+    around = ancestors(root, site)[::-1] if root is not None else _parents(site)
+    return _argument_type(arg, _Search(site, around, Budget(_MAX_STEPS)))
+
+
+@dataclass
+class _Search:
+    site: Node
+    around: list[Node]  # the nodes holding `site`, innermost first
+    steps: Budget  # shared by the whole search: `auto b = a + a; auto c = b + b; …` would double the work at each
+
+
+def _parents(node: Node) -> list[Node]:
+    found = []
+    parent = node.parent
+    while parent is not None:
+        found.append(parent)
+        parent = parent.parent
+    return found
+
+
+def _argument_type(arg: Node, search: _Search) -> tuple[str, int] | None:
+    if not search.steps.spend():
+        return None
     kind = arg.type
     if kind == "parenthesized_expression" and arg.named_child_count == 1:
-        return argument_type(arg.named_children[0], site)
+        return _argument_type(arg.named_children[0], search)
     if kind == "identifier":
-        return _declared(text(arg), site)
+        return _declared(text(arg), search)
     if kind == "number_literal":
         literal = text(arg).lower()
         hexadecimal = literal.startswith("0x")
@@ -225,17 +251,17 @@ def argument_type(arg: Node, site: Node) -> tuple[str, int] | None:
             return _type_descriptor(descriptors[0]) if len(descriptors) == 1 else None
         return None
     if kind == "pointer_expression":
-        inner = argument_type(arg.child_by_field_name("argument"), site)
+        inner = _argument_type(arg.child_by_field_name("argument"), search)
         if inner is None:
             return None
         step = 1 if text(arg.child_by_field_name("operator")) == "&" else -1
         return (inner[0], inner[1] + step) if inner[1] + step >= 0 else None
     if kind == "subscript_expression":
-        inner = argument_type(arg.child_by_field_name("argument"), site)
+        inner = _argument_type(arg.child_by_field_name("argument"), search)
         return (inner[0], inner[1] - 1) if inner is not None and inner[1] >= 1 else None
     if kind == "binary_expression" and text(arg.child_by_field_name("operator")) in ("+", "-"):
         for side in ("left", "right"):  # pointer arithmetic keeps the pointer's type
-            found = argument_type(arg.child_by_field_name(side), site)
+            found = _argument_type(arg.child_by_field_name(side), search)
             if found is not None and found[1] >= 1:
                 return found
     return None
@@ -249,11 +275,11 @@ def _type_descriptor(node: Node | None) -> tuple[str, int] | None:
     return (base_type(written), depth) if written else None
 
 
-def _declared(name: str, site: Node) -> tuple[str, int] | None:
-    """The type `name` is declared with where `site` reads it: the nearest declaration before it in an
-    enclosing block, a for-loop's initialiser, the enclosing function's parameters, or a global."""
-    node: Node | None = site
-    while node is not None:
+def _declared(name: str, search: _Search) -> tuple[str, int] | None:
+    """The type `name` is declared with where the search's site reads it: the nearest declaration before it
+    in an enclosing block, a for-loop's initialiser, the enclosing function's parameters, or a global."""
+    site = search.site
+    for node in search.around:
         scope_items: list[Node] = []
         if node.type in ("compound_statement", "translation_unit", "declaration_list"):
             scope_items = [c for c in node.named_children if c.end_byte <= site.start_byte]
@@ -266,14 +292,13 @@ def _declared(name: str, site: Node) -> tuple[str, int] | None:
             plist = declarator.child_by_field_name("parameters") if declarator is not None else None
             scope_items = list(plist.named_children) if plist is not None else []
         for item in reversed(scope_items):  # the nearest declaration wins
-            found = _from_declaration(item, name, site)
+            found = _from_declaration(item, name, search)
             if found is not None:
                 return found
-        node = node.parent
     return None
 
 
-def _from_declaration(item: Node, name: str, site: Node) -> tuple[str, int] | None:
+def _from_declaration(item: Node, name: str, search: _Search) -> tuple[str, int] | None:
     if item.type not in ("declaration", "parameter_declaration"):
         return None
     written = base_type(text(item.child_by_field_name("type")))
@@ -287,6 +312,6 @@ def _from_declaration(item: Node, name: str, site: Node) -> tuple[str, int] | No
             depth += node.type in ("pointer_declarator", "array_declarator")
             node = node.child_by_field_name("declarator")
         if written == "auto":  # `auto* p = (float*)x;`: the initialiser's type
-            return argument_type(value, site) if value is not None else None
+            return _argument_type(value, search) if value is not None else None
         return written, depth
     return None
