@@ -24,6 +24,8 @@ from swzc.hw import HardwareModel
 from swzc.preprocess import MAX_HEADER_BYTES, context_from_flags, read_regular_file
 
 TIMEOUT_S = 300
+MEMORY_BYTES = 8 << 30  # address space of the compiler and each process it starts: a file whose macros expand
+# without end stops there instead of taking the machine's memory
 MAX_SCANNED_HEADERS = 256  # headers followed when looking for an #include of something not a regular file
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\r\n]+)[>"]', re.MULTILINE)
 KEEP_FAILED = "SWZC_KEEP_FAILED"  # environment: a folder to keep the rewritten file in when it fails to compile
@@ -87,7 +89,7 @@ def compile_copy(name: str, data: bytes, dialect: str, hw: HardwareModel, flags:
         if cmd is None:
             return None, None, "no nvcc or hipcc on PATH"
         # the compiler's own temporary files go to `tmp` too, a folder that is removed however this ends
-        run = processes.run(cmd, TIMEOUT_S, cwd=include_dir, env={**os.environ, "TMPDIR": tmp})
+        run = processes.run(cmd, TIMEOUT_S, cwd=include_dir, env={**os.environ, "TMPDIR": tmp}, memory_bytes=MEMORY_BYTES)
         if run.timed_out:
             return 1, cmd, f"timed out after {TIMEOUT_S} s"
         return run.returncode, cmd, (run.stderr + run.stdout).strip()

@@ -159,6 +159,9 @@ def parse_model(text: str, origin: str) -> HardwareModel:
     for name in ("name", "vendor", "arch", "dispatch"):
         if not isinstance(raw[name], str):
             raise SwzcError(f"{origin}: {name} must be a string")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}", raw["name"]):
+        # it is printed in summaries, reports and review comments, and a model file may come with a project
+        raise SwzcError(f"{origin}: name {raw['name'][:60]!r} must be 1-40 letters, digits and . _ + -")
     if not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?|gfx[0-9a-f]{3,4}(:[a-z]+[+-])*", raw["arch"]):
         # it goes onto the compiler's command line (-arch=, --offload-arch=): a target name, nothing else
         raise SwzcError(f"{origin}: arch {raw['arch']!r} is not a GPU target such as sm_90 or gfx942")

@@ -74,18 +74,19 @@ class Finished:
 
 def run(command: Sequence[str] | str, timeout: float, cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None, shell: bool = False, input: bytes | None = None,
-        pass_fds: Sequence[int] = ()) -> Finished:
+        pass_fds: Sequence[int] = (), memory_bytes: int | None = None) -> Finished:
     """Run to the end, or kill its whole process group at `timeout` seconds or on any exception.
 
     With `input`, the child reads those bytes on stdin and its output is kept as bytes; otherwise stdin is
-    empty and the output is text.  `pass_fds` are descriptors the child inherits (no other is)."""
-    (finished,) = run_all([command], timeout, cwd, env, shell, input, pass_fds)
+    empty and the output is text.  `pass_fds` are descriptors the child inherits (no other is).  With
+    `memory_bytes`, the command and every process it starts get at most that much address space."""
+    (finished,) = run_all([command], timeout, cwd, env, shell, input, pass_fds, memory_bytes)
     return finished
 
 
 def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path | str | None = None,
             env: Mapping[str, str] | None = None, shell: bool = False, input: bytes | None = None,
-            pass_fds: Sequence[int] = ()) -> list[Finished]:
+            pass_fds: Sequence[int] = (), memory_bytes: int | None = None) -> list[Finished]:
     """Start every command at once (each in its own group) and wait for all; the timeout counts per command."""
     for command in commands:
         if not isinstance(command, str):
@@ -94,6 +95,9 @@ def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path |
     binary = input is not None
     try:
         for command in commands:
+            if memory_bytes is not None and not isinstance(command, str) and os.path.exists("/bin/sh"):
+                # the shell sets the limit and becomes the command: no Python runs between fork and exec
+                command = ["/bin/sh", "-c", f'ulimit -v {memory_bytes // 1024} && exec "$@"', "sh", *command]
             started.append(subprocess.Popen(command, shell=shell, cwd=cwd, env=dict(env) if env is not None else None,
                                             stdin=subprocess.PIPE if binary else subprocess.DEVNULL,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(pass_fds),

@@ -95,3 +95,23 @@ def test_a_compilation_database_define_that_would_run_code_is_refused(tmp_path, 
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["rewrite", "k.cu"])
     assert result.exit_code == 2 and not marker.exists()
+
+
+def test_a_memory_limit_holds_for_the_command_and_what_it_starts(tmp_path):
+    """The compiler and each process it starts get at most MEMORY_BYTES of address space: a file whose macros
+    expand without end stops there instead of taking the machine's memory."""
+    import sys
+    take = [sys.executable, "-c", "b = bytearray(1 << 30); print('took it')"]
+    limited = processes.run(["/bin/sh", "-c", '"$@"', "sh", *take], 60, memory_bytes=256 << 20)
+    assert not limited.ok and "took it" not in limited.stdout and "MemoryError" in limited.stderr
+    assert processes.run(take, 60).stdout.strip() == "took it"
+
+
+def test_the_compile_check_runs_its_compiler_under_the_memory_limit(tmp_path, monkeypatch):
+    from swzc import compile as compiling
+    seen = []
+    monkeypatch.setattr(processes, "run", lambda cmd, timeout, **kw: seen.append(kw) or processes.Finished("x", 0, "", ""))
+    monkeypatch.setattr(compiling, "compiler", lambda dialect: "nvcc")
+    from swzc.hw import load
+    compiling.compile_copy("k.cu", b"int x;\n", "cuda", load("h200"), (), str(tmp_path))
+    assert seen and seen[0]["memory_bytes"] == compiling.MEMORY_BYTES

@@ -1,5 +1,6 @@
 """swzc.hw: the bundled hardware models and the validation of a model file."""
 
+import json
 import dataclasses
 import math
 from pathlib import Path
@@ -242,3 +243,11 @@ def test_the_arch_is_a_target_name_and_nothing_else(arch):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100", "gfx942", "gfx90a", "gfx90a:sramecc+:xnack-"])
 def test_real_target_names_are_accepted(arch):
     assert hw.parse_model(_edit("arch", f'"{arch}"'), "x.toml").arch == arch
+
+
+@pytest.mark.parametrize("name", ["h200\n```suggestion\nevil", "a" * 41, "", "x y", "<details>", "@someone", "h\u202e00"])
+def test_the_name_is_a_short_plain_word(name):
+    """It is printed in summaries, reports and review comments, and a model file may come with a project."""
+    with pytest.raises(SwzcError) as info:
+        hw.parse_model(_edit("name", json.dumps(name)), "x.toml")
+    assert info.value.code == ExitCode.BAD_INPUT and "must be 1-40 letters" in info.value.message
