@@ -289,7 +289,7 @@ def verbosity() -> tuple[bool, bool]:
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
 @click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
 @click.option("--bench-cmd", metavar="CMD", help="Benchmark with your own program instead of the generated harness: a shell "
-              "command run in a copy of FILE's folder ({file} is FILE's name) that prints a time in ms and a checksum.")
+              "command run in a copy of FILE's folder ({file} is FILE's name, quoted for the shell) that prints a time in ms and a checksum.")
 @click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first.")
 @click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True, help="With --bench-cmd: timed runs per version.")
 @click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE",

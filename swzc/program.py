@@ -13,6 +13,7 @@ copies are removed however the run ends.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -49,8 +50,9 @@ def _copy(folder: Path, tag: str, where: Path) -> Path:
 
 
 def shell(cmd: str, cwd: Path, file: str, env: Mapping[str, str] | None = None) -> processes.Finished:
-    """One user command in `cwd`, `{file}` replaced by the source file's name."""
-    return processes.run(cmd.replace("{file}", file), TIMEOUT_S, cwd=cwd, env=env, shell=True)
+    """One user command in `cwd`, `{file}` replaced by the source file's name, quoted for the shell (the name
+    is the file's, not the user's: `a;b.cu` must stay one word)."""
+    return processes.run(cmd.replace("{file}", shlex.quote(file)), TIMEOUT_S, cwd=cwd, env=env, shell=True)
 
 
 def _read(pattern: str, output: str) -> str | None:

@@ -115,3 +115,12 @@ def test_the_compile_check_runs_its_compiler_under_the_memory_limit(tmp_path, mo
     from swzc.hw import load
     compiling.compile_copy("k.cu", b"int x;\n", "cuda", load("h200"), (), str(tmp_path))
     assert seen and seen[0]["memory_bytes"] == compiling.MEMORY_BYTES
+
+
+@pytest.mark.parametrize("name", ["x;touch ran;.cu", "$(touch ran).cu", "`touch ran`.cu", "a b.cu", "it's.cu", "-o.cu"])
+def test_the_file_name_in_a_bench_command_stays_one_word(tmp_path, name):
+    """--bench-cmd "cat {file}": the name is the file's (anyone's), so it is quoted, never read as shell code."""
+    from swzc import program
+    (tmp_path / name).write_text("int x;\n")
+    done = program.shell("cat -- {file}", tmp_path, name)
+    assert done.ok and done.stdout == "int x;\n" and not (tmp_path / "ran").exists()
