@@ -350,7 +350,12 @@ class _Generator:
         self._body(self.tree.body, "<module>", selected=self.target.functions is None and not self.target.regions,
                    module_level=True)
         for named in self.target.named:
-            self.out.append(_text_mutant(self.target, self.lines, named))
+            mutant = _text_mutant(self.target, self.lines, named)
+            first, last = mutant.cover
+            in_function = any(n.lineno <= first and last <= n.end_lineno for n in ast.walk(self.tree)
+                              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            # module-level text (a constant, a table) runs at import: every test that reaches the module reaches it
+            self.out.append(mutant if in_function else replace(mutant, module_level=True))
         return self.out
 
     # -- traversal
