@@ -34,6 +34,7 @@ from swzc.evaluate import Evaluator, Macro, Scope, Value, expression_of
 from swzc.source import SourceFile
 
 MAX_POINTS = 1 << 24  # enumeration budget per set (threads x loop iterations, or intervals)
+MAX_SECTORS = 1 << 24  # 32-byte sectors one access of one block may touch (512 MiB): the model lists each
 ELEMENT_BYTES = {
     "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1, "void": 1,
     "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
@@ -60,6 +61,7 @@ _TEXTURE = re.compile(r"^(tex(1D|2D|3D|Cubemap)\w*|tex1Dfetch|tex2Dgather|surf(1
 _PASSIVE = {"printf", "assert", "__syncthreads", "__syncwarp", "__threadfence", "__cvta_generic_to_shared"}
 _MAX_NESTING = 4  # macro and helper expansions inside one another
 _MAX_CHAIN = 64  # definitions followed one through another (`auto c = b;` where `auto b = a;` …)
+_MAX_OFFSET = 1 << 62  # bytes from an array's start an access may reach (the sets of offsets are int64)
 
 
 class _CannotFollow(Exception):
@@ -313,8 +315,11 @@ def _sectors(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     first, last = _merge(starts // SECTOR, (ends - 1) // SECTOR + 1)
     lengths = last - first
+    total = int(lengths.sum())
+    if total > MAX_SECTORS:  # the sizes in the file, not the machine, say how many: past this, a list would not fit
+        raise _CannotFollow(f"one block touches {total:,} sectors of {SECTOR} bytes, more than the model lists ({MAX_SECTORS:,})")
     before = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.repeat(first - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    return np.repeat(first - before, lengths) + np.arange(total, dtype=np.int64)
 
 
 # ---- records ----------------------------------------------------------------------------------------------
@@ -1603,6 +1608,13 @@ class _Kernel:
         form = address.offset
         block_bytes = (form.coeff("row"), form.coeff("col"), form.coeff("z"))
         local = form.local
+        try:
+            lo, hi = self._bounds(local)
+        except _CannotFollow:  # no interval for it: its values are enumerated below, where none is needed
+            lo = hi = 0
+        reach = sum(abs(c) * self.ranges[s] for c, s in zip(block_bytes, BLOCK_SYMBOLS)) + max(abs(lo), abs(hi)) + width
+        if reach >= _MAX_OFFSET:  # sizes no memory has, which 64-bit sets of offsets would not hold either
+            raise _CannotFollow(f"offsets of {reach:,} bytes from the array's start, past 2^62")
         approximate = any(self.loops[s].approximate for atom, _ in local.terms for s in self._reach(atom) if s in self.loops)
         extra = [_Set(0, rows[1], rows[0])] if rows is not None and rows[0] > 1 else []
         pieces = []
@@ -1614,13 +1626,16 @@ class _Kernel:
                 pieces.append(_Set(lo, 1, hi - lo + 1))
                 approximate = True
         try:
-            starts, ends = _intervals(pieces + extra, local.const, width)
-        except _OverBudget:
-            lo = local.const + sum(p.lo for p in pieces + extra)
-            hi = local.const + sum(p.hi for p in pieces + extra) + width
-            starts, ends = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
-            approximate = True
-        return block_bytes, _sectors(starts, ends), approximate  # type: ignore[return-value]
+            try:
+                starts, ends = _intervals(pieces + extra, local.const, width)
+            except _OverBudget:
+                lo = local.const + sum(p.lo for p in pieces + extra)
+                hi = local.const + sum(p.hi for p in pieces + extra) + width
+                starts, ends = np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64)
+                approximate = True
+            return block_bytes, _sectors(starts, ends), approximate  # type: ignore[return-value]
+        except OverflowError:  # an offset past int64 on the way, where the bounds above were not known
+            raise _CannotFollow("offsets past what 64 bits hold") from None
 
 
 def _evaluate(form: Affine, env: Mapping[str, np.ndarray]) -> np.ndarray | int:

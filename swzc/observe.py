@@ -46,6 +46,7 @@ from swzc.source import SourceFile, load_bytes
 from swzc.templates import base_type, parse_listing, template_parameters
 
 MAX_CONFIGS = 64  # distinct launches recorded per kernel
+_MAX_TYPE_NESTING = 64  # pointers, qualifiers and template arguments inside one another in a kernel's symbol
 NCU_LAUNCHES = 2000  # launches ncu profiles at most (each is replayed)
 OBSERVER = "launch_observer.cpp"
 TOOLS = ("cupti", "ncu", "rocprofv3")
@@ -352,6 +353,7 @@ class _Mangled:
 
     def __init__(self, text: str) -> None:
         self.text, self.at = text, 2  # after "_Z"
+        self.depth = 0  # types inside one another so far
 
     def peek(self, n: int = 1) -> str:
         return self.text[self.at:self.at + n]
@@ -407,6 +409,17 @@ class _Mangled:
         return self.type()
 
     def type(self) -> str:
+        """A type; one nested deeper than _MAX_TYPE_NESTING (a symbol comes from whatever program ran) is past
+        what this reads, as any other it cannot."""
+        self.depth += 1
+        if self.depth > _MAX_TYPE_NESTING:
+            raise ValueError("a type nested too deeply")
+        try:
+            return self._type()
+        finally:
+            self.depth -= 1
+
+    def _type(self) -> str:
         code = self.peek()
         if code in _BUILTIN:
             self.at += 1

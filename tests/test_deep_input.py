@@ -8,6 +8,7 @@ helpers, `auto` definitions, dependent loops, launches) give a normal result in 
 length.  bench/deep_input.py runs the full sizes (10,000 kernels, the largest grid, 10,000 nested ifs).
 """
 
+import hashlib
 import random
 import re
 import time
@@ -16,7 +17,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from swzc import analysis, source, splice_safety
+from swzc import analysis, observe, residency, source, splice_safety
+from swzc import compile as compiling
+from swzc import hw as hwmodels
 from swzc.cli import main
 from swzc.preprocess import Preprocessed, Spans
 
@@ -261,6 +264,26 @@ def test_spans_answer_as_a_look_at_every_range_would():
             assert spans.has(start) == any(a <= start < b for a, b in ranges)
 
 
+def test_a_kernel_symbol_nested_past_what_is_read_still_gives_its_name():
+    """A run's kernel symbols come from whatever the program instantiated: a type 5,000 pointers or templates deep."""
+    assert observe._demangle("_Z1kI" + "P" * 5000 + "fEvPT_") == ("k", None)
+    assert observe._demangle("_Z1kI" + "N1a1bI" * 3000 + "f" + "EE" * 3000 + "EvPT_")[0] == "k"
+    assert observe._demangle("_Z4gemmIfLi8EEvPT_") == ("gemm", ("float", "8"))
+
+
+def test_a_file_of_many_kernels_is_hashed_once_for_its_compile(monkeypatch):
+    """Each kernel asks for the compiler's figures with the file's bytes: hashed once, not once per kernel."""
+    hashed = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda data=b"": hashed.append(len(data)) or real(data))
+    monkeypatch.setattr(compiling, "compiler", lambda dialect: "nvcc")
+    monkeypatch.setattr(compiling, "compile_copy", lambda *args: (0, "", ""))
+    data, model = b"// many kernels\n" * 1000, hwmodels.load("h200")
+    for _ in range(100):
+        residency.resource_usage("k.cu", data, "cuda", model)
+    assert hashed == [len(data)]
+
+
 # ---- the grid's size costs nothing ---------------------------------------------------------------------------
 
 
@@ -271,3 +294,15 @@ def test_the_largest_grid_is_modelled_over_its_first_blocks_and_says_so(work):
     assert time.perf_counter() - start < 30  # the prover listed 2^31 x 65535 x 65535 positions to keep 65,536
     assert result.exit_code == 1, result.output
     assert "the model follows the first 65,536 of the grid's 9,223,090,559,730,712,575 blocks" in result.stdout
+
+
+@pytest.mark.parametrize(("size", "said"), [
+    ("2147483647", "sectors of 32 bytes, more than the model lists"),  # a row of A: 8 GiB for each block
+    ("1000000000000000000", "past 2^62"),  # offsets no 64-bit set holds
+])
+def test_sizes_past_what_the_model_lists_are_said_not_followed(work, size, said):
+    (work / "k.cu").write_text(gemm().replace("4096", size))
+    start = time.perf_counter()
+    result = invoke("analyze", "k.cu", "--no-compile")
+    assert time.perf_counter() - start < 30
+    assert result.exit_code == 1 and "cannot follow" in result.stdout and said in result.stdout, result.output
