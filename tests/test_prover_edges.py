@@ -190,3 +190,137 @@ def test_dispatch_maps_from_a_broken_prover_are_a_failed_check(monkeypatch):
     monkeypatch.setattr(prover.Prover, "run", lambda self, request: _Answer(2, b"\0" * 72))
     with pytest.raises(SwzcError):
         prover.dispatch_maps([(parse_spec("colmajor"), "2d")], (3, 2, 1, 0))
+
+
+# ---- how the prover is built --------------------------------------------------------------------------------
+
+
+def test_the_compiler_s_own_temporary_files_go_to_the_private_folder(tmp_path, monkeypatch):
+    """The host compiler writes its intermediate files under TMPDIR: that is swzc's private folder, never the
+    shared one another user could plant a file in."""
+    log = tmp_path / "tmpdir.log"
+    wrapper = tmp_path / "bin" / "recording-cxx"
+    wrapper.parent.mkdir()
+    real = " ".join(prover.host_compiler())
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$TMPDIR" >> "{log}"\nexec {real} "$@"\n')
+    wrapper.chmod(0o700)
+    monkeypatch.setenv("CXX", str(wrapper))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "shared"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prover.build_prover.cache_clear()
+    try:
+        (proof,) = prover.prove([(parse_spec("grouped:3"), "2d", ((5, 7, 1, 0),))])
+    finally:
+        prover.build_prover.cache_clear()
+    assert proof.ok
+    folders = set(log.read_text().split())
+    assert folders == {str(prover._private_folder())}, folders
+
+
+def test_a_cache_key_is_128_bits_of_the_program_compiler_and_flags():
+    key = prover.prover_key("int main() {}", ["c++"])
+    assert len(key) == 32 and int(key, 16) >= 0
+    assert key != prover.prover_key("int main() {}", ["g++"]) != prover.prover_key("int main() {}", ["c++"], ("-O0",))
+    assert key == prover.prover_key("int main() {}", ["c++"], prover._PROVER_FLAGS)
+
+
+def test_a_freshly_built_binary_is_held_by_a_descriptor_no_child_inherits(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    prover.build_prover.cache_clear()
+    try:
+        built = prover.build_prover(((parse_spec("grouped:5"), "2d"),))
+        for binary in (built.binary, built.sandbox):
+            if binary is not None:
+                assert fcntl.fcntl(binary.fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    finally:
+        prover.build_prover.cache_clear()
+
+
+# ---- one run: the sandbox's report, and why a run failed ---------------------------------------------------
+
+
+def _run_with(monkeypatch, stderr: bytes, returncode: int = 0, stdout: bytes = b"ok 0\n", sandbox: bool = True):
+    """Prover.run with the process replaced: what it reads from a run that ended so, and the command it ran."""
+    ran = []
+
+    def fake(command, timeout, **options):
+        ran.append(command)
+        return processes.Finished("prover", returncode, stdout, stderr)
+
+    monkeypatch.setattr(prover.processes, "run", fake)
+    fd = os.open(__file__, os.O_RDONLY)
+    other = os.open(__file__, os.O_RDONLY)
+    run = prover.Prover(prover.Binary(fd, "/x/prover"), prover.Binary(other, "/x/sandbox") if sandbox else None).run(b"p 0 1 1 1 0\n")
+    return run, ran[0]
+
+
+def test_the_sandbox_s_line_says_the_layers_and_is_not_the_prover_s_output(monkeypatch):
+    run, command = _run_with(monkeypatch, b"swzc-sandbox: namespaces,rlimits,no_new_privs,seccomp\nprover said\n")
+    assert run.layers == ("namespaces", "rlimits", "no_new_privs", "seccomp") and run.stderr == "prover said\n"
+    assert command[-1] == "rlimits,namespaces,seccomp" and run.ok
+    run, _ = _run_with(monkeypatch, b"swzc-sandbox: none\n")
+    assert run.layers == () and run.stderr == ""
+    run, _ = _run_with(monkeypatch, b"something else first\nswzc-sandbox: seccomp\n", returncode=3)
+    assert run.layers == () and run.stderr == "something else first\nswzc-sandbox: seccomp\n" and not run.ok
+
+
+def test_without_the_launcher_the_shell_sets_only_the_layers_asked_for(monkeypatch):
+    monkeypatch.setattr(prover, "SANDBOX_LAYERS", ("namespaces", "seccomp"))
+    _, command = _run_with(monkeypatch, b"", sandbox=False)
+    assert command[:2] == ["/bin/sh", "-c"] and "ulimit" not in command[2]
+    assert command[2] == 'true && echo "swzc-sandbox: none" >&2 && exec "$0"'
+    monkeypatch.setattr(prover, "SANDBOX_LAYERS", ("rlimits",))
+    _, command = _run_with(monkeypatch, b"", sandbox=False)
+    assert command[2] == (f"ulimit -v {prover.RUN_MEMORY_BYTES // 1024} && ulimit -t {prover.RUN_CPU_S} && ulimit -f 0 "
+                          '&& ulimit -c 0 && echo "swzc-sandbox: rlimits" >&2 && exec "$0"')
+
+
+def _failed(returncode, stdout=b"", stderr="", layers=("rlimits", "seccomp"), bodies=(), request="p 0 5 7 1 0\np 0 6 2 1 3\n"):
+    finished = processes.Finished("prover", returncode, stdout, stderr.encode())  # type: ignore[arg-type]
+    return prover.why_failed(prover.Ran(finished, stdout, stderr, layers), bodies, request)
+
+
+def test_why_a_run_failed_in_words():
+    assert _failed(-31) == ("killed by SIGSYS: it made a system call outside the sandbox (the body reached past integer "
+                            "arithmetic) on grid 5x7x1 (sandbox: rlimits, seccomp)")
+    assert _failed(-8, b"ok 0\n") == ("killed by SIGFPE: an arithmetic fault (a division by zero or an overflowing division) "
+                                      "on grid 6x2x1 n=3 (sandbox: rlimits, seccomp)")
+    assert _failed(-24, layers=()) == "killed by SIGXCPU: it ran past its 110 s of CPU time on grid 5x7x1 (sandbox: none)"
+    assert _failed(-65) == "killed by signal 65: a signal on grid 5x7x1 (sandbox: rlimits, seccomp)"
+    assert _failed(0, b"ok 0\n") == "it gave too few or too many answers (sandbox: rlimits, seccomp)"
+    assert _failed(0, b"ok 0\nok 0\nok 0\n") == "it gave too few or too many answers (sandbox: rlimits, seccomp)"
+    assert _failed(2, b"ok 0\nok 0\n") == "exited with status 2 (sandbox: rlimits, seccomp)"
+    assert _failed(1, stderr="p.cpp:3:1: runtime error: something new\n") == (
+        "undefined behaviour (the sanitizer stopped it) on grid 5x7x1 (sandbox: rlimits, seccomp)")
+    # a listing of block orders has no answer lines: no grid is named
+    assert _failed(-11, b"\0" * 24, request="l 4\nd 0 2 2 1 0\n") == (
+        "killed by SIGSEGV: it read or wrote outside its memory (sandbox: rlimits, seccomp)")
+
+
+def test_a_sanitizer_report_is_mapped_to_the_body_and_its_line():
+    bodies = (("custom:a#1", 10, 12), ("custom:b#2", 20, 20))
+    report = "/p/prover-x.cpp:{}:7: runtime error: division by zero\n"
+    for line, where in ((10, " in custom:a#1, line 1 of its body"), (12, " in custom:a#1, line 3 of its body"),
+                        (20, " in custom:b#2, line 1 of its body"), (9, ""), (13, ""), (21, "")):
+        assert _failed(1, stderr=report.format(line), bodies=bodies) == (
+            f"undefined behaviour{where}: division by zero on grid 5x7x1 (sandbox: rlimits, seccomp)")
+    long = "/p/prover-x.cpp:12:7: runtime error: signed integer overflow: " + "9" * 300 + "\n"
+    assert _failed(1, stderr=long, bodies=bodies) == (  # at most 160 characters of the report after its kind
+        f"undefined behaviour in custom:a#1, line 3 of its body: signed integer overflow: {'9' * 158} on grid 5x7x1 "
+        "(sandbox: rlimits, seccomp)")
+
+
+def test_each_outside_body_is_found_once_at_its_lines():
+    from swzc.swizzles import CustomSwizzle
+
+    a = CustomSwizzle("a", "unsigned x = block.x;\nreturn block;")
+    b = CustomSwizzle("b", "return block;")
+    uses = ((parse_spec("grouped:8"), "2d"), (a, "2d"), (a, "1d"), (b, "2d"))
+    program = prover.host_program(list(uses))
+    (name_a, first_a, last_a), (name_b, first_b, last_b) = prover.body_lines(program, uses)
+    lines = program.split("\n")
+    assert (name_a, name_b) == (a.name, b.name) and last_a == first_a + 1 and last_b == first_b
+    assert lines[first_a - 1] == "unsigned x = block.x;" and lines[last_a - 1] == "return block;"
+    assert lines[first_b - 1] == "return block;"
