@@ -99,6 +99,9 @@ def test_a_backslash_before_the_end_is_not_a_continuation():
 
 
 def test_text_that_is_not_valid_unicode_is_refused_on_its_line():
+    assert _only("\n\ud800") == [
+        "line 2: the body is not valid text",
+        "line 2: only printable ASCII, tabs and newlines are allowed (comments included)"]
     assert _only("return block;\n\ud800") == [
         "line 2: the body is not valid text",
         "line 2: only printable ASCII, tabs and newlines are allowed (comments included)"]
@@ -117,6 +120,9 @@ PARSE = [
      "line 1: cannot parse 'static __device__ __forceinlin'"),  # the first line of it, 30 characters
     ("unsigned a = 1u;\n\nreturn make_uint3(1u, 2u 3u);", "line 3: cannot parse '3u'"),
     ("return block;\n}", "line 2: cannot parse '}'"),
+    ("unsigned b = ) +\n (;\nreturn block;", "line 1: cannot parse '= ) +'"),  # the first line of what cannot be parsed
+    ("return block; }\nstatic uint3 g(uint3 block, uint3 grid) {",
+     "line 1: the body closes the function early (unbalanced braces)"),
 ]
 
 
@@ -721,3 +727,82 @@ def test_bool_and_uint3_locals():
         "line 1: a loop counter must be a non-const integer (int, unsigned, long long, unsigned long long)")
     assert _only("for (uint3 b = 0; b < 1; ++b) {}\nreturn block;")[0] == (
         "line 1: a loop counter must be a non-const integer (int, unsigned, long long, unsigned long long)")
+
+
+def test_the_backstop_stops_at_twenty_violations():
+    """It walks from the end: the twenty it reports are the last twenty lines that break the rules."""
+    checked = check_body("if constexpr (true) return block;\n" * 25 + "return block;")
+    assert [v.line for v in checked.violations] == list(range(6, 26))
+    assert checked.violations[0].message == "line 6: constexpr is not allowed"
+
+
+def test_comments_are_no_part_of_what_they_stand_in():
+    assert _only("return /* c */;") == ["line 1: return must return a uint3 (no bare return)"]
+    assert check_body("if (/* c */ block.x) return block;\nreturn grid;").ok
+    assert check_body("if (block.x) return block; else /* c */ return grid;").ok
+    assert check_body("if (block.x) return block; else // c\n{ return grid; }").ok
+
+
+# Refused at the first thing wrong: nothing inside it is looked at (it would add its own complaint).
+FIRST_ONLY = [
+    ("for (int a = 0; a < 2; ++a)\n for (int b = 0; b < 2; ++b)\n  for (int c = 0; c < 2; ++c)\n"
+     "   for (int d = 0; d < 2; ++d)\n    for (int e = 0; e < 2; ++e) {}\nreturn block;",
+     ["line 4: for loops nest deeper than 3"]),
+    ("for (int i = 0; i < 64; ++i)\n for (int j = 0; j < 64; ++j)\n  for (int k = 0; k < 2; ++k)\n"
+     "   for (int l = 0; l < 1; ++l) {}\nreturn block;",
+     ["line 3: nested loops run 8192 times in all (at most 4096)"]),
+    ("volatile unsigned a = b;\nreturn block;", ["line 1: volatile is not allowed (locals are plain values)"]),
+    ("[[nodiscard]] unsigned a = b;\nreturn block;", ["line 1: attributes are not allowed"]),
+    ("unsigned __x = 0u;\nunsigned y = __x;\nreturn block;",
+     ["line 1: __x is reserved (names starting with __ or swzc_)", "line 2: __x is reserved (names starting with __ or swzc_)"]),
+    ("unsigned x = (c <=> 1u);\nreturn block;", ["line 1: operator <=> is not allowed"]),
+    ("bool c = not d;\nreturn block;", ["line 1: operator not is not allowed"]),
+    ("unsigned a = 1u;\na and_eq c;\nreturn block;", ["line 2: operator and_eq is not allowed"]),
+    ("unsigned a = (float)c;\nreturn block;",
+     ["line 1: type float is not allowed (only unsigned, int, unsigned long long, long long, bool, uint3)"]),
+    ("unsigned a = min(c);\nreturn block;", ["line 1: min takes 2 arguments, not 1"]),
+    ("unsigned a = (volatile unsigned)c;\nreturn block;", ["line 1: volatile is not allowed in a cast"]),
+    ("unsigned a = (unsigned*)c;\nreturn block;", ["line 1: casts to pointers are not allowed"]),
+    ("const unsigned a = 1u;\na.x = 1u;\nreturn block;", ["line 2: a is not a uint3: it has no fields"]),
+    ("const uint3 r = block;\nr.w = 1u;\nreturn r;", ["line 2: only the fields .x, .y and .z exist"]),
+    ("for (float i = 0; i < 4; ++i) {}\nreturn block;",
+     ["line 1: type float is not allowed (only unsigned, int, unsigned long long, long long, bool, uint3)",
+      "line 1: a for loop must start by setting one integer counter to an integer literal (for (int i = 0; ...))"]),
+    ("for (int i = 0; ; ++i) {}\nreturn block;",
+     ["line 1: a for loop's condition must compare i with an integer literal (i < 16)"]),
+    ("unsigned a = size_t(block.x);\nreturn block;", ["line 1: functional casts like size_t(x) are not allowed (write (size_t)x)"]),
+    ("a_very_long_type_name_that_goes_on_and_on_and_on a = 1u;\nreturn block;",
+     ["line 1: type a_very_long_type_name_that_goes_on_and_o is not allowed (only unsigned, int, unsigned long long, long "
+      "long, bool, uint3)"]),
+    ("unsigned a = a_very_long_function_name_that_goes_on_and_on(1u);\nreturn block;",
+     ["line 1: calling a_very_long_function_name_that_goes_on_a is not allowed (only min, max and make_uint3)"]),
+]
+
+
+@pytest.mark.parametrize("body, messages", FIRST_ONLY)
+def test_a_refusal_looks_no_further_into_what_it_refused(body, messages):
+    assert _only(body) == messages
+
+
+@pytest.mark.parametrize("body", [
+    "const /* c */ unsigned a = 1u;\nreturn block;",
+    "unsigned /* c */ long long a = 1u;\nreturn block;",
+    "unsigned a = min(1u /* c */, 2u);\nreturn block;",
+    "unsigned a = (unsigned /* c */)block.x;\nreturn block;",
+])
+def test_a_comment_anywhere_in_a_declaration_a_type_a_call_or_a_cast_is_only_a_comment(body):
+    assert check_body(body).ok
+
+
+def _else_if_chain(ifs: int) -> str:
+    return "".join(f"if (block.x == {i}u) return block; else " for i in range(ifs)) + "return grid;"
+
+
+def test_returns_are_followed_through_an_else_if_chain_up_to_a_depth():
+    assert check_body(_else_if_chain(31)).ok
+    assert _only(_else_if_chain(32)) == ["line 1: the body can reach its end without returning (end every path with a return)"]
+
+
+def test_a_shift_by_zero_and_a_shift_of_zero_are_defined():
+    assert restrict._step(5, INT, "<<=", 0, INT) == 5 and restrict._step(5, INT, ">>=", 0, INT) == 5
+    assert restrict._step(0, INT, "<<=", 1, INT) == 0 and restrict._step(0, INT, ">>=", 3, INT) == 0
