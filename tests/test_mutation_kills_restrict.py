@@ -272,6 +272,7 @@ def test_a_loop_past_the_trip_limit_is_refused():
     (0xFFFFFFFF, UINT, "+=", 1, INT, 0), (0, UINT, "-=", 1, INT, 0xFFFFFFFF), (1 << 31, UINT, "<<=", 1, INT, 0),
     (3, INT, "<<=", 2, INT, 12), (12, INT, ">>=", 2, INT, 3), (1, UINT, "<<=", 31, INT, 1 << 31),
     (1, ULLONG, "<<=", 63, INT, 1 << 63), (2, LLONG, "*=", 3, ULLONG, 6), (-2, LLONG, "+=", 1, INT, -1),
+    (5, INT, "+=", 0xFFFFFFFF, UINT, 4),  # 5 + 4294967295u wraps in unsigned, then fits the int counter
 ])
 def test_one_step_of_a_loop_counter(value, kind, operator, amount, amount_kind, result):
     assert restrict._step(value, kind, operator, amount, amount_kind) == result
@@ -752,6 +753,8 @@ FIRST_ONLY = [
      "   for (int l = 0; l < 1; ++l) {}\nreturn block;",
      ["line 3: nested loops run 8192 times in all (at most 4096)"]),
     ("volatile unsigned a = b;\nreturn block;", ["line 1: volatile is not allowed (locals are plain values)"]),
+    ("unsigned* p;\nunsigned a = b;\nreturn block;",
+     ["line 1: pointers are not allowed", "line 2: b is not declared (only block, grid and locals declared above it)"]),
     ("[[nodiscard]] unsigned a = b;\nreturn block;", ["line 1: attributes are not allowed"]),
     ("unsigned __x = 0u;\nunsigned y = __x;\nreturn block;",
      ["line 1: __x is reserved (names starting with __ or swzc_)", "line 2: __x is reserved (names starting with __ or swzc_)"]),
@@ -768,6 +771,8 @@ FIRST_ONLY = [
     ("for (float i = 0; i < 4; ++i) {}\nreturn block;",
      ["line 1: type float is not allowed (only unsigned, int, unsigned long long, long long, bool, uint3)",
       "line 1: a for loop must start by setting one integer counter to an integer literal (for (int i = 0; ...))"]),
+    ("int i = 0;\nfor (i++; i < 4; ++i) {}\nreturn block;",
+     ["line 2: a for loop must start by setting one integer counter to an integer literal (for (int i = 0; ...))"]),
     ("for (int i = 0; ; ++i) {}\nreturn block;",
      ["line 1: a for loop's condition must compare i with an integer literal (i < 16)"]),
     ("unsigned a = size_t(block.x);\nreturn block;", ["line 1: functional casts like size_t(x) are not allowed (write (size_t)x)"]),
