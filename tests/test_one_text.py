@@ -161,3 +161,38 @@ def test_without_the_sanitizer_s_library_the_checks_trap(monkeypatch):
         assert proof.ok
     finally:
         prover.build_prover.cache_clear()
+
+
+def test_the_trap_build_is_cached_under_its_own_key(tmp_path, monkeypatch):
+    """The prover built with traps is kept under the key of the flags it was built with: never under the key of
+    the sanitizer's build, which a later run with the sanitizer's library would take for its own."""
+    flags = ("-O2", "-std=c++11", "-fsanitize=undefined", "-l:libubsan-not-here.so")
+    monkeypatch.setattr(prover, "_PROVER_FLAGS", flags)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    uses = ((CustomSwizzle("fine", check_body(GOOD).body), "2d"),)
+    prover.build_prover.cache_clear()
+    try:
+        (proof,) = prover.prove([(uses[0][0], "2d", ((40, 2, 1, 0),))])
+    finally:
+        prover.build_prover.cache_clear()
+    program, compiler = prover.host_program(list(uses)), prover.host_compiler()
+    kept = {p.name for p in (tmp_path / "swzc").iterdir() if p.name.startswith("prover-")}
+    trap = prover.prover_key(program, compiler, prover._PROVER_TRAP_FLAGS)
+    assert proof.ok and kept == {f"prover-{trap}", f"prover-{trap}.sha256"}, kept
+
+
+def test_a_compile_error_that_is_not_the_sanitizer_s_library_is_not_retried(tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    failing = tmp_path / "failing-cxx"
+    failing.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\necho "error: the compiler is broken" >&2\nexit 1\n')
+    failing.chmod(0o700)
+    monkeypatch.setenv("CXX", str(failing))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prover.build_prover.cache_clear()
+    try:
+        with pytest.raises(SwzcError) as caught:
+            prover.prove([(CustomSwizzle("fine", check_body(GOOD).body), "2d", ((4, 2, 1, 0),))])
+    finally:
+        prover.build_prover.cache_clear()
+    assert "the compiler is broken" in caught.value.message and "-fno-sanitize-recover=all" in caught.value.message
+    assert len(calls.read_text().splitlines()) == 1

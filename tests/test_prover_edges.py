@@ -288,6 +288,13 @@ def test_why_a_run_failed_in_words():
     assert _failed(-8, b"ok 0\n") == ("killed by SIGFPE: an arithmetic fault (a division by zero or an overflowing division) "
                                       "on grid 6x2x1 n=3 (sandbox: rlimits, seccomp)")
     assert _failed(-24, layers=()) == "killed by SIGXCPU: it ran past its 110 s of CPU time on grid 5x7x1 (sandbox: none)"
+    assert _failed(-9) == ("killed by SIGKILL: it ran past its limits (110 s of CPU time, 4 GiB of memory) on grid 5x7x1 "
+                           "(sandbox: rlimits, seccomp)")
+    assert _failed(-6) == ("killed by SIGABRT: it aborted (out of its 4 GiB of memory, or a failed check) on grid 5x7x1 "
+                           "(sandbox: rlimits, seccomp)")
+    assert _failed(-7).startswith("killed by SIGBUS: it read or wrote outside its memory on grid 5x7x1")
+    assert _failed(-4).startswith("killed by SIGILL: it reached a trap: undefined behaviour (a shift by the width or more")
+    assert _failed(-25).startswith("killed by SIGXFSZ: it tried to write a file on grid 5x7x1")
     assert _failed(-65) == "killed by signal 65: a signal on grid 5x7x1 (sandbox: rlimits, seccomp)"
     assert _failed(0, b"ok 0\n") == "it gave too few or too many answers (sandbox: rlimits, seccomp)"
     assert _failed(0, b"ok 0\nok 0\nok 0\n") == "it gave too few or too many answers (sandbox: rlimits, seccomp)"
@@ -324,3 +331,15 @@ def test_each_outside_body_is_found_once_at_its_lines():
     assert (name_a, name_b) == (a.name, b.name) and last_a == first_a + 1 and last_b == first_b
     assert lines[first_a - 1] == "unsigned x = block.x;" and lines[last_a - 1] == "return block;"
     assert lines[first_b - 1] == "return block;"
+
+
+def test_without_the_launcher_the_prover_runs_from_its_descriptor_under_the_shell_s_limits(monkeypatch):
+    """Where the launcher cannot be built, the shell runs the verified binary through /proc/self/fd, which the
+    descriptor it inherits keeps open."""
+    monkeypatch.setattr(prover, "_sandbox", lambda compiler: None)
+    prover.build_prover.cache_clear()
+    try:
+        (proof,) = prover.prove([(parse_spec("grouped:8"), "2d", ((5, 7, 1, 0),))])
+    finally:
+        prover.build_prover.cache_clear()
+    assert proof.ok and proof.sandbox == ("rlimits",)
