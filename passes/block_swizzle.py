@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from swzc import tileloop
-from swzc.analysis import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
+from swzc.records import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
 from swzc.edits import Edit
 from swzc.hw import HardwareModel
 from swzc.rank import NO_DATA, Ranking

@@ -10,18 +10,24 @@ import bisect
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from swzc import queries
-from swzc.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
-from swzc.preprocess import CompileContext, Preprocessed, Spans, preprocess
+from swzc.evaluate import Dim3, Evaluator, Scope, Value, expression_of
+from swzc.preprocess import Preprocessed, Spans
 from swzc.errors import SwzcError
 from swzc.source import WHOLE_CONSTRUCTS, SourceFile, SyntaxIssue
+from swzc.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, Launch, LaunchFact, TileLoop
+from swzc.scope import _Evaluator, local_scope
+from swzc.splice_safety import external_linkage, side_effect_in, splice_text
+from swzc.syntax import _callee, _has_token, _line, _strip, ancestors, declared_name, function_name, functions, parameter_list, text, walk
 
-Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
+if TYPE_CHECKING:
+    from swzc.context import FileContext
 
 _HIDDEN_BLOCK_INDEX = re.compile(
     r"__builtin_amdgcn_workgroup_id_[xyz]|__ockl_get_group_id|__nvvm_read_ptx_sreg_ctaid|hc_get_group_id|"
@@ -46,272 +52,6 @@ _IDLE_CALLS = {"__nanosleep", "__threadfence", "__threadfence_system", "__syncth
 _LOOPS = ("while_statement", "do_statement", "for_statement")
 
 
-@dataclass(frozen=True)
-class BlockUse:
-    start: int
-    end: int
-    axis: str  # "x", "y", "z", or "" for the whole blockIdx
-    spelling: str  # "cuda" (blockIdx.x) or "hip" (hipBlockIdx_x)
-    function: str  # the kernel or helper it is in
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Launch:
-    kernel: str
-    line: int
-    api: str  # "<<<>>>", "hipLaunchKernelGGL", "cudaLaunchKernel", …
-    grid_text: str
-    block_text: str
-    grid: Dim3 | None
-    block: Dim3 | None
-    divisor: int | None = None  # the kernel's tile decode divisor for this launch, where known
-    bindings: tuple[tuple[str, Value], ...] = ()  # kernel (template) parameters this launch fixes
-    type_args: tuple[tuple[str, str], ...] = ()  # template type parameters it fixes, e.g. ("T", "float")
-    tiles: int | None = None  # the tile count T of the kernel's tile loop for this launch, where known
-
-
-@dataclass(frozen=True)
-class LaunchFact:
-    """A kernel's launch as the user gives it (--grid/--block) or as a run of the program showed it."""
-
-    kernel: str
-    grid: Dim3 | None
-    block: Dim3 | None
-    args: tuple[tuple[str, Value], ...] = ()  # scalar arguments, by parameter name
-    origin: str = "--grid"  # "--grid" (must agree with the file) or "observed" (what ran)
-    count: int = 1  # launches seen with this configuration
-
-
-@dataclass(frozen=True)
-class Decode:
-    """``row = blockIdx.x / n; col = blockIdx.x % n``: the kernel walks a logical 2D tile grid."""
-
-    divisor: str  # the source text of n
-    splice_text: str | None  # n as it can be written where the swizzle is declared; None if it cannot
-    lines: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class TileLoop:
-    """A persistent or grid-stride loop over a linear tile index: ``for (t = blockIdx.x; t < T; t += gridDim.x)``
-    (or its ``while`` form).  The swizzle permutes ``t`` over ``[0, T)`` inside the loop body instead of
-    permuting blocks: every tile is still visited once, in a new order."""
-
-    var: str  # the loop variable, e.g. "tile"
-    line: int
-    start: int  # byte range of the loop statement
-    end: int
-    body_start: int  # byte range of the loop body, whose reads of `var` the rewrite replaces
-    body_end: int
-    count: str  # T as written in the loop condition
-    count_splice: str | None  # T as it can be written at the top of the body; None if it cannot
-    decode: Decode | None  # ``t / n`` and ``t % n`` inside the body: a logical 2D tile grid
-    reads: tuple[tuple[int, int], ...] = ()  # byte ranges of the body's reads of `var`, which the rewrite replaces
-    index_type: str = "unsigned"  # the declared type of `var`, which the swizzled copy takes
-    insert_at: int = 0  # where the swizzled tile index is declared: before the body's first statement
-    indent: str = ""
-    inline: bool = True  # the insertion point is mid-line
-    braced: bool = True  # the body is a { } block (else the rewrite adds the braces)
-
-
-# Hazard rules: what makes a block reorder unsafe.  The ones in READS_BLOCK_INDEX mean the kernel reads
-# the block index where the rewrite cannot reach it; they refuse a kernel even when no direct read is seen.
-HAZARD_RULES = {
-    "wait": "waits on memory other blocks write",
-    "ticket": "an atomic's return value orders blocks",
-    "grid-sync": "grid-wide synchronisation",
-    "cluster": "thread-block clusters",
-    "cooperative-launch": "a cooperative launch",
-    "cg-block-index": "reads the block index through cooperative groups",
-    "macro-block-index": "a macro whose body reads the block index",
-    "intrinsic-block-index": "reads the block index through an intrinsic",
-    "asm-block-index": "inline assembly reads the block index",
-    "tile-loop": "a tile loop the swizzle could not reorder safely",
-    "side-effect": "an expression the splice would copy has a side effect",
-    "external-helper": "a rewritten helper other files could call",
-    "header-helper": "calls a function a header defines, or a member function or operator(), that reads the block index, "
-                     "or one defined in no file swzc reads",
-    "syntax-error": "a part of the file tree-sitter cannot parse",
-}
-READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "header-helper",
-                               "syntax-error"})
-
-
-@dataclass(frozen=True)
-class Hazard:
-    line: int
-    reason: str
-    rule: str = ""  # a key of HAZARD_RULES
-
-
-@dataclass(frozen=True)
-class Helper:
-    name: str
-    line: int
-    uses: tuple[BlockUse, ...]
-    library_at: int  # start of the top-level item that holds it
-
-
-@dataclass(frozen=True)
-class KernelInfo:
-    name: str
-    line: int
-    uses: tuple[BlockUse, ...]  # reads of the block index in the kernel's own body
-    helpers: tuple[str, ...]  # same-file helpers it reaches that read the block index
-    launches: tuple[Launch, ...]
-    dims: int  # highest block-index axis read, 1..3 (0 when none)
-    decode: Decode | None
-    hazards: tuple[Hazard, ...]
-    notes: tuple[str, ...]
-    insert_at: int | None  # where the swizzled index is declared: before the first statement reading it
-    indent: str
-    inline: bool  # the insertion point is mid-line
-    library_at: int  # start of the top-level item that holds the kernel
-    spelling: str  # the block-index spelling the kernel uses
-    swizzled_by: str = ""  # the swzc swizzle function a kernel already calls (a file swzc rewrote before)
-    tile_loop: TileLoop | None = None  # the tile loop a persistent kernel walks; the swizzle goes there
-
-    @property
-    def reads_block_index(self) -> bool:
-        return bool(self.uses or self.helpers)
-
-    @property
-    def adapter(self) -> str:
-        if self.tile_loop is not None:  # the swizzle permutes the loop's tiles, (T / n) x n or one row of T
-            return "1d" if self.tile_loop.decode is not None else "linear"
-        if self.decode is not None:
-            return "1d"
-        return "2d" if self.dims >= 2 else "linear"
-
-    @property
-    def shapes(self) -> tuple[Shape, ...] | None:
-        """The concrete grids (and decode divisors) of its launches; None unless every launch is known.  For a
-        tile loop, the tile spaces (T, 1, 1, n) instead: what its swizzle permutes."""
-        if not self.launches:
-            return None
-        shapes = []
-        decoded = self.tile_loop.decode if self.tile_loop is not None else self.decode
-        for launch in self.launches:
-            size = launch.grid if self.tile_loop is None else (launch.tiles, 1, 1) if launch.tiles is not None else None
-            if size is None or (decoded is not None and launch.divisor is None):
-                return None
-            shapes.append((*size, launch.divisor or 0))
-        return tuple(dict.fromkeys(shapes))
-
-
-@dataclass(frozen=True)
-class FileAnalysis:
-    path: str
-    dialect: str
-    kernels: tuple[KernelInfo, ...]
-    helpers: Mapping[str, Helper]
-    callers: Mapping[str, tuple[str, ...]]  # helper -> kernels that reach it
-    identifiers: frozenset[str] = field(default_factory=frozenset)
-    newline: str = "\n"  # the file's line ending, for inserted lines
-    notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (headers, limits)
-
-
-# ---- tree helpers -------------------------------------------------------------------------------------
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """`node` and every node under it, in document order.  A tree cursor steps through the tree without
-    making a list of each node's children (four times faster: a file of 10,000 kernels walks each of them
-    a dozen times)."""
-    cursor = node.walk()
-    while True:
-        yield cursor.node  # type: ignore[misc]
-        if cursor.goto_first_child():
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return
-
-
-def ancestors(root: Node, node: Node) -> list[Node]:
-    """The nodes from `root` down to `node`'s parent (`node` must lie under `root`), found from the top.
-    tree-sitter finds a node's parent by walking down from the root, so stepping up one parent at a time
-    costs the square of the depth; this costs the depth."""
-    path = []
-    current: Node | None = root
-    while current is not None and current != node:
-        path.append(current)
-        current = current.child_with_descendant(node)
-    return path
-
-
-def text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", "surrogateescape")
-
-
-def _line(node: Node) -> int:
-    return node.start_point.row + 1
-
-
-def _strip(node: Node) -> Node:
-    """Look through parentheses and casts."""
-    while True:
-        if node.type == "parenthesized_expression" and node.named_child_count == 1:
-            node = node.named_children[0]
-        elif node.type == "cast_expression" and node.child_by_field_name("value") is not None:
-            node = node.child_by_field_name("value")  # type: ignore[assignment]
-        else:
-            return node
-
-
-def _callee(call: Node) -> str:
-    function = call.child_by_field_name("function")
-    if function is None:
-        return ""
-    if function.type == "template_function":
-        function = function.child_by_field_name("name")
-    if function is not None and function.type == "field_expression":  # obj.load(): the method's name
-        return text(function.child_by_field_name("field"))
-    if function is not None and function.type == "qualified_identifier":
-        return text(function).split("::")[-1].strip()
-    return text(function)
-
-
-def declared_name(declarator: Node | None) -> str:
-    while declarator is not None and declarator.type not in ("identifier", "field_identifier", "qualified_identifier", "template_function", "operator_name", "destructor_name"):
-        declarator = declarator.child_by_field_name("declarator")
-    if declarator is None:
-        return ""
-    if declarator.type == "template_function":
-        declarator = declarator.child_by_field_name("name")
-    return text(declarator).split("::")[-1].strip()
-
-
-def function_name(function: Node) -> str:
-    return declared_name(function.child_by_field_name("declarator"))
-
-
-def _has_token(node: Node, token: str) -> bool:
-    return any(child.type == token for child in node.children)
-
-
-def functions(root: Node) -> Iterator[tuple[Node, Node]]:
-    """(function_definition, its top-level item), through namespaces, extern "C", templates, #if blocks."""
-    containers = {"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
-                  "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
-    stack: list[tuple[Iterator[Node], Node | None]] = [(iter(root.children), None)]  # no recursion: namespaces nest deep
-    while stack:
-        children, top = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            continue
-        item = top or child
-        if child.type == "function_definition":
-            yield child, item
-        elif child.type in containers:
-            stack.append((iter(child.children), item))
-
-
 def _library_at(src: SourceFile, item: Node) -> int:
     """Where generated code goes in front of a top-level item: before its leading comments, at a line start."""
     start = item
@@ -320,288 +60,6 @@ def _library_at(src: SourceFile, item: Node) -> int:
         start = sibling
         sibling = sibling.prev_sibling
     return src.line_start(start.start_byte)
-
-
-# ---- names the evaluator can resolve --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Dim3Parts:
-    base: Node | None
-    parts: tuple[Node | None, Node | None, Node | None]
-
-
-_PREPARED: dict[tuple, tuple[SourceFile, Preprocessed, Scope]] = {}
-
-
-def prepared(src: SourceFile, user: Mapping[str, Value | str], context: CompileContext | None = None) -> tuple[Preprocessed, Scope]:
-    """The file's directives run (swzc.preprocess) and the names the evaluator may resolve, made once per
-    file and bindings: macros, global constants, enumerators and type aliases, from the file and the local
-    headers it includes, leaving out branches the compiler never takes.  `user` holds --set values (a
-    string binds a type name, e.g. DATA_TYPE=float)."""
-    key = (id(src), tuple(sorted((k, repr(v)) for k, v in user.items())), context)
-    cached = _PREPARED.get(key)
-    if cached is not None and cached[0] is src:
-        return cached[1], cached[2]
-    if context is None:  # a file analysed before with a build context keeps it
-        earlier = next((c for c in _PREPARED.values() if c[0] is src), None)
-        if earlier is not None and dict(earlier[2].user) == dict(user):
-            return earlier[1], earlier[2]
-    budget = Budget()
-    pre = preprocess(src, context, budget)
-    names: dict[str, Node | None] = {}
-    types: dict[str, str | None] = {}
-
-    def define(table: dict, name: str, value: object) -> None:
-        if name in table and table[name] != value:
-            table[name] = None  # defined twice, differently: ambiguous
-        else:
-            table[name] = value
-
-    for tree_src, inactive in [*((h.src, h.inactive) for h in pre.headers), (src, pre.inactive)]:
-        for node in _top_level(tree_src.tree.root_node, inactive):
-            if node.type == "enumerator":
-                value = node.child_by_field_name("value")
-                if value is not None:
-                    define(names, text(node.child_by_field_name("name")), value)
-            elif node.type == "declaration" and re.search(r"\b(const|constexpr)\b", text(node).split("=")[0]):
-                for decl in node.children_by_field_name("declarator"):
-                    if decl.type == "init_declarator" and decl.child_by_field_name("value") is not None:
-                        define(names, declared_name(decl), decl.child_by_field_name("value"))
-            elif node.type == "type_definition":
-                for decl in node.children_by_field_name("declarator"):
-                    if decl.type == "type_identifier":  # a plain alias, not a pointer or function type
-                        define(types, text(decl), " ".join(text(node.child_by_field_name("type")).split()))
-            elif node.type == "alias_declaration":
-                define(types, text(node.child_by_field_name("name")), " ".join(text(node.child_by_field_name("type")).split()))
-    for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
-        names.pop(name, None)
-    scope = Scope(user=dict(user), names={k: v for k, v in names.items() if v is not None},
-                  macros=pre.macros, types={k: v for k, v in types.items() if v is not None}, budget=budget)
-    if len(_PREPARED) > 64:
-        _PREPARED.clear()
-    _PREPARED[key] = (src, pre, scope)
-    return pre, scope
-
-
-def file_scope(src: SourceFile, user: Mapping[str, Value | str], context: CompileContext | None = None) -> Scope:
-    return prepared(src, user, context)[1]
-
-
-_SCOPE_ITEMS = frozenset({"enumerator", "declaration", "type_definition", "alias_declaration"})
-_SCOPE_CONTAINERS = frozenset({"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
-                               "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
-                               "preproc_elifdef", "enum_specifier", "enumerator_list", "type_definition"})
-
-
-def _top_level(root: Node, inactive: tuple[tuple[int, int], ...]) -> Iterator[Node]:
-    """File-level declarations, enumerators and aliases (not inside functions or classes), skipping the
-    inactive branches."""
-    skipped = Spans(inactive)
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if inactive and skipped.holds(node.start_byte, node.end_byte):
-            continue
-        if node.type in _SCOPE_ITEMS:
-            yield node
-        if node.type in _SCOPE_CONTAINERS or node.type == "declaration":
-            stack.extend(reversed(node.children))
-
-
-@dataclass(frozen=True)
-class _LocalIndex:
-    """Every definition of a local in one function body, walked once per function."""
-
-    body: Node
-    defs: Mapping[str, list[tuple[Node, Node | None, str]]]  # name -> (statement, value, how), in order
-    ctor_args: Mapping[tuple[int, str], list[Node | None]]
-    spoiled: frozenset[str]  # changed other than by `x = …` (x += …, x++, &x, cin >> x)
-
-
-_LOCAL_INDEX: dict[Node, _LocalIndex] = {}
-
-
-def _local_index(function: Node, body: Node) -> _LocalIndex:
-    found = _LOCAL_INDEX.get(function)
-    if found is not None:
-        return found
-    defs: dict[str, list[tuple[Node, Node | None, str]]] = {}
-    ctor_args: dict[tuple[int, str], list[Node | None]] = {}
-    spoiled: set[str] = set()
-    for node in walk(body):
-        if node.type == "declaration":
-            dim3 = text(node.child_by_field_name("type")) in ("dim3", "uint3")
-            for decl in node.children_by_field_name("declarator"):
-                name = declared_name(decl)
-                if decl.type == "init_declarator":
-                    value = decl.child_by_field_name("value")
-                    defs.setdefault(name, []).append((node, value, "init"))
-                elif decl.type == "identifier" and dim3:
-                    defs.setdefault(name, []).append((node, None, "dim3"))
-                elif decl.type == "function_declarator" and dim3:
-                    # `dim3 block(X, Y);` with macro arguments parses as a function declaration
-                    params = decl.child_by_field_name("parameters")
-                    args = [expression_of(text(p)) for p in params.named_children] if params is not None else []
-                    if 1 <= len(args) <= 3:
-                        defs.setdefault(name, []).append((node, None, "dim3:" + ",".join(str(i) for i in range(len(args)))))
-                        ctor_args[node.start_byte, name] = args
-        elif node.type == "assignment_expression":
-            left = node.child_by_field_name("left")
-            op = text(node.child_by_field_name("operator"))
-            if left is not None and left.type == "identifier":
-                if op == "=":
-                    defs.setdefault(text(left), []).append((node, node.child_by_field_name("right"), "assign"))
-                else:
-                    spoiled.add(text(left))
-            elif left is not None and left.type == "field_expression" and op == "=":
-                base = left.child_by_field_name("argument")
-                if base is not None and base.type == "identifier":
-                    defs.setdefault(text(base), []).append((node, node.child_by_field_name("right"), "field:" + text(left.child_by_field_name("field"))))
-        elif node.type == "update_expression":
-            spoiled.add(text(_strip(node.child_by_field_name("argument"))))
-        elif node.type == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
-            spoiled.add(text(_strip(node.child_by_field_name("argument"))))
-        elif node.type == "binary_expression" and text(node.child_by_field_name("operator")) == ">>" and text(node.child_by_field_name("left")).endswith("cin"):
-            spoiled.add(text(node.child_by_field_name("right")))
-    if len(_LOCAL_INDEX) > 4096:
-        _LOCAL_INDEX.clear()
-    index = _LocalIndex(body, defs, ctor_args, frozenset(spoiled))
-    _LOCAL_INDEX[function] = index
-    return index
-
-
-class _LocalNames(Mapping):
-    """The locals visible at byte `at` with one fixed value, looked up name by name: a scope per launch
-    costs what its expressions name, not the size of the function."""
-
-    def __init__(self, index: _LocalIndex, at: int) -> None:
-        self.index = index
-        self.at = at
-        self.found: dict[str, object] = {}
-        self._enclosing: set[Node] | None = None
-
-    def __getitem__(self, name: str) -> Node | Value | Dim3 | _Dim3Parts:
-        if name not in self.found:
-            self.found[name] = self._resolve(name)
-        value = self.found[name]
-        if value is None:
-            raise KeyError(name)
-        return value  # type: ignore[return-value]
-
-    def __iter__(self) -> Iterator[str]:
-        return (name for name in self.index.defs if name in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __contains__(self, name: object) -> bool:
-        try:
-            self[name]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
-
-    def _resolve(self, name: str) -> Node | Value | Dim3 | _Dim3Parts | None:
-        found, at, body = self.index.defs.get(name), self.at, self.index.body
-        if not found or name in self.index.spoiled:
-            return None
-        if self._enclosing is None:
-            self._enclosing = _ancestors_of_byte(body, at)
-        before = [d for d in found if d[0].end_byte <= at or d[2] == "init" and d[0].start_byte <= at]
-        if len(before) != len(found) and any(_inside_loop_with(d[0], at, body) for d in found):
-            return None  # redefined later inside a loop that also runs the use: not one value
-        if not before or any(_block_of(d[0]) not in self._enclosing for d in before):
-            return None  # defined conditionally, or not before the use
-        if any(_inside_loop_with(d[0], at, body) and not (d[2] == "init" or d[2].startswith("dim3")) for d in before):
-            return None  # assigned in a loop that runs the use (a declaration there is made anew each time round)
-        last_whole = max((i for i, d in enumerate(before) if not d[2].startswith("field:")), default=None)
-        if last_whole is None:
-            return None
-        stmt, value, how = before[last_whole]
-        fields_after = [d for d in before[last_whole + 1 :] if d[2].startswith("field:")]
-        if how == "dim3" or how.startswith("dim3:") or fields_after:
-            parts: list[Node | None] = [None, None, None]
-            if how.startswith("dim3:"):
-                args = self.index.ctor_args[stmt.start_byte, name]
-                if any(a is None for a in args):
-                    return None
-                parts[: len(args)] = args
-            for _, fvalue, fhow in fields_after:
-                axis = fhow.split(":")[1]
-                if axis in ("x", "y", "z"):
-                    parts["xyz".index(axis)] = fvalue
-            return _Dim3Parts(value, (parts[0], parts[1], parts[2]))
-        return value
-
-
-def local_scope(function: Node, at: int, outer: Scope) -> Scope:
-    """Locals of `function` whose value at byte `at` is fixed by one visible definition."""
-    body = function.child_by_field_name("body")
-    if body is None:
-        return outer
-    return outer.child(_LocalNames(_local_index(function, body), at))  # type: ignore[arg-type]
-
-
-_CONDITIONAL = frozenset({"if_statement", "else_clause", "for_statement", "for_range_loop", "while_statement",
-                          "do_statement", "switch_statement", "case_statement", "conditional_expression",
-                          "binary_expression", "lambda_expression"})
-
-
-def _block_of(node: Node) -> Node | None:
-    """The block a definition always runs in, or None when it runs only under a condition or in a loop
-    header (an unbraced `if (c) n = 8;`, `c && (n = 8)`, `c ? (n = 8) : 0`, `for (int i = 0; …)`)."""
-    parent = node.parent
-    while parent is not None and parent.type != "compound_statement":
-        if parent.type in _CONDITIONAL:
-            return None
-        parent = parent.parent
-    return parent
-
-
-def _ancestors_of_byte(body: Node, at: int) -> set[Node]:
-    found = set()
-    node: Node | None = body.descendant_for_byte_range(at, at)
-    while node is not None:
-        if node.type == "compound_statement":
-            found.add(node)
-        node = node.parent
-    found.add(body)
-    return found
-
-
-def _inside_loop_with(node: Node, at: int, body: Node) -> bool:
-    parent = node.parent
-    while parent is not None and parent != body.parent:
-        if parent.type in _LOOPS and parent.start_byte <= at < parent.end_byte:
-            return True
-        parent = parent.parent
-    return False
-
-
-class _Evaluator(Evaluator):
-    """The evaluator, plus dim3 variables assembled from `dim3 g; g.x = …` and `dim3 g(a, b)`."""
-
-    def dim3(self, node: Node | None, depth: int = 0) -> Dim3 | None:
-        if node is not None and node.type == "argument_list":  # the arguments of `dim3 g(a, b)`
-            return self._components([c for c in node.named_children if c.type != "comment"], depth)
-        if node is not None and node.type == "identifier":
-            bound = self.scope.find(text(node))
-            if isinstance(bound, _Dim3Parts):
-                base = self.dim3(bound.base, depth + 1) if bound.base is not None else (1, 1, 1)
-                if base is None:
-                    return None
-                dims = list(base)
-                for i, part in enumerate(bound.parts):
-                    if part is not None:
-                        value = self.value(part, depth + 1)
-                        if value is None:
-                            return None
-                        dims[i] = int(value)
-                return dims[0], dims[1], dims[2]
-            if isinstance(bound, Node) and bound.type == "argument_list":
-                return self.dim3(bound, depth + 1)
-        return super().dim3(node, depth)
 
 
 # ---- the analysis -------------------------------------------------------------------------------------
@@ -813,68 +271,6 @@ def _decode(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[Node | N
     return next(iter(divisors.values())), lines, None
 
 
-def _splice_text(expr: Node, function: Node, insert_at: int, side_effect: Callable[[Node], str | None] = lambda _: None,
-                 label: str = "the divisor") -> tuple[str | None, Hazard | None]:
-    """`expr` written so that it is valid at `insert_at`: locals declared later are replaced by their
-    initialiser (when it is their only definition), recursively.  (None, None) when it cannot be written
-    there; (None, hazard) when the text it would copy has a side effect (`side_effect` says which): the
-    copy would run it again."""
-    body = function.child_by_field_name("body")
-    locals_: dict[str, list[Node]] = {}
-    writes: dict[str, list[Node]] = {}
-    for node in walk(body):
-        if node.type == "declaration":
-            for decl in node.children_by_field_name("declarator"):
-                locals_.setdefault(declared_name(decl), []).append(decl)
-        elif node.type in ("assignment_expression", "update_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            writes.setdefault(text(_strip(target)) if target is not None else "", []).append(node)
-    found: list[Hazard] = []
-
-    def visible(decl: Node) -> bool:
-        """Declared in a block (or loop header) around `insert_at`, before it, and not changed from there on."""
-        statement = decl.parent
-        around = statement.parent if statement is not None else None
-        return (around is not None and statement.end_byte <= insert_at and around.start_byte <= insert_at < around.end_byte
-                and all(w.end_byte <= insert_at and not _inside_loop_with(w, insert_at, body) for w in writes.get(declared_name(decl), ())))
-
-    def render(expr: Node, depth: int, copied_from: str) -> str | None:
-        if depth > 6:
-            return None
-        effect = side_effect(expr)
-        if effect is not None:
-            where = "has a side effect" if not copied_from else f"would be copied from the initialiser of {copied_from}, which has a side effect"
-            found.append(Hazard(_line(expr), f"{label} {where} ({effect}, line {_line(expr)}): the swizzle call would "
-                                "run it again", "side-effect"))
-            return None
-        pieces: list[tuple[int, int, str]] = []
-        for node in walk(expr):
-            if node.type != "identifier" or node.parent is not None and node.parent.type == "call_expression" and node.parent.child_by_field_name("function") == node:
-                continue
-            name = text(node)
-            decls = locals_.get(name)
-            if not decls:
-                continue  # a parameter, template parameter, global or macro: visible everywhere in the body
-            decl = decls[0]
-            if len(decls) == 1 and visible(decl):
-                continue
-            value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
-            if len(decls) != 1 or name in writes or value is None or value.type in ("argument_list", "initializer_list"):
-                return None
-            inner = render(value, depth + 1, name)
-            if inner is None:
-                return None
-            whole = (node.start_byte, node.end_byte) == (expr.start_byte, expr.end_byte)
-            pieces.append((node.start_byte - expr.start_byte, node.end_byte - expr.start_byte, inner if whole else f"({inner})"))
-        out = text(expr)
-        for start, end, repl in sorted(pieces, reverse=True):
-            out = out[:start] + repl + out[end:]
-        return " ".join(out.split())
-
-    rendered = render(expr, 0, "")
-    return rendered, (found[0] if found else None)
-
-
 def _launches(src: SourceFile, scope: Scope, kernels: dict[str, Node]) -> list[tuple[str, Node, Launch, list[Node], list[Node]]]:
     """(kernel, enclosing function, Launch, template args, kernel args) for every launch in the file."""
     found = []
@@ -953,42 +349,9 @@ def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
             return node, []
 
 
-@dataclass(frozen=True)
-class Parameter:
-    name: str
-    type: str  # the declared base type, e.g. "float" (qualifiers are separate nodes)
-    pointer: bool  # a pointer or array parameter
-
-
-def parameter_list(function: Node) -> list[Parameter]:
-    """The value parameters of a function definition, in order."""
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
-    found = []
-    for p in plist.named_children if plist is not None else []:
-        if p.type.endswith("parameter_declaration"):
-            decl = p.child_by_field_name("declarator")
-            found.append(Parameter(declared_name(decl), " ".join(text(p.child_by_field_name("type")).split()),
-                                   "*" in text(decl) or "[" in text(decl)))
-    return found
-
-
-_DEFINITIONS: dict[int, tuple[SourceFile, dict[tuple[str, int], Node]]] = {}
-
-
-def kernel_function(src: SourceFile, kernel: KernelInfo) -> Node | None:
-    """The definition a KernelInfo was made from (the file's functions are indexed once)."""
-    cached = _DEFINITIONS.get(id(src))
-    if cached is None or cached[0] is not src:
-        if len(_DEFINITIONS) > 64:
-            _DEFINITIONS.clear()
-        index: dict[tuple[str, int], Node] = {}
-        for f, _ in functions(src.tree.root_node):
-            index.setdefault((function_name(f), f.start_point.row + 1), f)
-        cached = _DEFINITIONS[id(src)] = (src, index)
-    return cached[1].get((kernel.name, kernel.line))
+def kernel_function(ctx: FileContext, kernel: KernelInfo) -> Node | None:
+    """The definition a KernelInfo was made from (the file's functions are indexed once, in its context)."""
+    return ctx.definitions().get((kernel.name, kernel.line))
 
 
 def parameters(function: Node) -> tuple[list[str], list[str]]:
@@ -1002,14 +365,15 @@ def parameters(function: Node) -> tuple[list[str], list[str]]:
     return params, tparams
 
 
-def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
+def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
             facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> FileAnalysis:
-    """The file's kernels as frozen records.  `user` holds --set bindings, `context` the build's include
-    folders and defines, `facts` launches known from outside the file (--grid/--block, or observed)."""
+    """The file's kernels as frozen records.  `ctx` holds the file and the build's include folders and
+    defines, `user` the --set bindings, `facts` launches known from outside the file (--grid/--block, or
+    observed)."""
     from swzc import tileloop
-    from swzc.splice_safety import external_linkage, side_effect_in
 
-    pre, scope = prepared(src, user or {}, context)
+    src = ctx.src
+    pre, scope = ctx.prepared(user)
     side_effect = side_effect_in(src.tree.root_node, scope.macros)
     block_macros = _block_macros(pre.bodies)
     volatile = _volatile_names(src.tree.root_node)
@@ -1126,7 +490,7 @@ def analyze(src: SourceFile, user: Mapping[str, Value | str] | None = None, cont
         decode = None
         if divisor is not None:
             divisor_text = " ".join(text(divisor).split())
-            splice, effect = (_splice_text(divisor, function, insert_at, side_effect, f"the tile decode divisor {divisor_text!r}")
+            splice, effect = (splice_text(divisor, function, insert_at, side_effect, f"the tile decode divisor {divisor_text!r}")
                               if insert_at is not None else (None, None))
             hazards += [effect] if effect is not None else []
             decode = Decode(divisor_text, splice, tuple(decode_lines))

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from swzc import processes
 from swzc.accept import judge
-from swzc.analysis import FileAnalysis
+from swzc.records import FileAnalysis
 from swzc.errors import SwzcError
+from swzc.inputs import TOOL_OUTPUT_BYTES, read_regular
 from swzc.harness import (
     Build,
     HarnessResult,
@@ -42,7 +43,7 @@ from swzc.harness import (
 )
 from swzc.hw import HardwareModel
 from swzc.program import ProgramBench, run_program
-from swzc.source import SourceFile
+from swzc.context import FileContext
 from swzc.swizzles import Formula
 
 NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
@@ -154,7 +155,11 @@ def _rocprof_pass(tool: str, names: tuple[str, ...], folder: Path, built: Build,
         return {}
     found: dict[str, float] = {}
     for table in sorted(out.rglob("*counter_collection.csv")):
-        found.update(rocprof_counters(table.read_text(errors="replace"), built.kernel))
+        try:
+            written = read_regular(str(table), TOOL_OUTPUT_BYTES).decode(errors="replace")
+        except SwzcError:  # not a regular file, or past the limit: no counters from it
+            continue
+        found.update(rocprof_counters(written, built.kernel))
     return found
 
 
@@ -193,12 +198,15 @@ class Bencher:
     results of the last (swzc.proposers).  `rewrite` gives the whole rewritten file for a formula; with
     `program` the user's own program is built and timed instead of the generated harness (no profiler then)."""
 
-    def __init__(self, src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+    def __init__(self, ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
                  hw: HardwareModel, spec_file: str | None = None, rounds: int = 30,
-                 progress: Callable[[str], None] | None = None, program: ProgramBench | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, program: ProgramBench | None = None,
+                 flags: tuple[str, ...] = ()) -> None:
+        src = ctx.src
         self.src, self.rewrite, self.hw, self.rounds, self.progress, self.program = src, rewrite, hw, rounds, progress, program
+        self.flags = flags
         self.kernel = analysis.kernels[index]
-        self.plan = plan_launch(src, self.kernel, load_spec(spec_file, self.kernel.name)) if program is None else None
+        self.plan = plan_launch(ctx, self.kernel, load_spec(spec_file, self.kernel.name)) if program is None else None
         self.toolchain = toolchain_for(src.dialect, gpu_vendor()) if program is None else ""
         self.arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
         self.profiler = profiler_note(self.toolchain) if self.toolchain else "none (the user's own program is timed)"
@@ -220,7 +228,8 @@ class Bencher:
                 else:
                     assert self.plan is not None
                     built = build(self.src.path, self.src.data, self.rewrite(formula), self.plan, self.arch, self.hw.flush_bytes,
-                                  self.include_dir, Path(folder), dialect=self.src.dialect, toolchain=self.toolchain)
+                                  self.include_dir, Path(folder), dialect=self.src.dialect, toolchain=self.toolchain,
+                                  flags=self.flags)
                     result = run_harness(built, self.rounds)
             except SwzcError as exc:
                 result = HarnessResult(False, exc.message, None, failed=True)
@@ -247,12 +256,12 @@ class Bencher:
                            self.profiler, status)
 
 
-def bench_kernel(src: SourceFile, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
                  candidates: list[tuple[Formula, float | None]], hw: HardwareModel, spec_file: str | None = None,
                  rounds: int = 30, progress: Callable[[str], None] | None = None,
-                 program: ProgramBench | None = None) -> KernelBench:
+                 program: ProgramBench | None = None, flags: tuple[str, ...] = ()) -> KernelBench:
     """Try each (formula, predicted hit rate) in order; keep the fastest accepted one."""
-    bencher = Bencher(src, analysis, index, rewrite, hw, spec_file, rounds, progress, program)
+    bencher = Bencher(ctx, analysis, index, rewrite, hw, spec_file, rounds, progress, program, flags)
     for n, (formula, predicted) in enumerate(candidates):
         bencher.measure(formula, predicted, f"{n + 1}/{len(candidates)}")
     return bencher.result()

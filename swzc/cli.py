@@ -21,7 +21,7 @@ from swzc import __version__
 from swzc import hw as hwmodels
 
 from swzc import clean, config, outputs
-from swzc.analysis import FileAnalysis
+from swzc.records import FileAnalysis
 from swzc.bench import PROFILERS, report_json
 from swzc.entry import interrupt_received, report_interrupt
 from swzc.harness import gpu_name, gpu_present
@@ -37,7 +37,8 @@ from swzc.preprocess import CompileContext, context_from_database, context_from_
 from swzc.proposers import PROPOSERS
 from swzc.rank import Ranking
 from swzc.residency import Residency
-from swzc.source import DEFAULT_MAX_BYTES, SourceFile, SyntaxIssue, max_input_bytes
+from swzc.context import FileContext
+from swzc.source import DEFAULT_MAX_BYTES, SyntaxIssue, max_input_bytes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -410,7 +411,7 @@ def _report_page(file: str, result: RewriteResult, options: Options) -> str:
     the first measured) beside the model's predictions and the measured table."""
     from swzc import picture
 
-    src, analysis = analyze_file(file, options.bindings, options.context, options.facts)
+    ctx, analysis = analyze_file(file, options.bindings, options.context, options.facts)
     formulas = {t.name: t.formula for s in result.searches for t in s.history if t.formula is not None}
     sections = []
     for bench in result.bench:
@@ -418,7 +419,7 @@ def _report_page(file: str, result: RewriteResult, options: Options) -> str:
         try:
             if shown is None or shown not in formulas:
                 raise SwzcError("no measured order to draw")
-            drawn = picture.kernel_picture(src, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
+            drawn = picture.kernel_picture(ctx, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
             image = picture.render(drawn.picture, "png")
         except SwzcError as exc:
             sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p></section>")
@@ -531,8 +532,9 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
     bound = parse_bindings(list(bindings))
     context, context_notes = build_context(file, include_dirs, defines, build_path)
     with input_limit(max_bytes):
-        src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
-    records = _analysis_records(src, analysis, hw, bound, compile_file, context.compile_flags())
+        ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
+    src = ctx.src
+    records = _analysis_records(ctx, analysis, hw, bound, compile_file, context.compile_flags())
     notes = [*context_notes, *analysis.notes]
     if as_json:
         clean.echo(clean.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
@@ -549,10 +551,10 @@ def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[s
     return [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
 
 
-def _analysis_records(src: SourceFile, analysis: FileAnalysis, hw: hwmodels.HardwareModel,
+def _analysis_records(ctx: FileContext, analysis: FileAnalysis, hw: hwmodels.HardwareModel,
                       bindings: dict[str, float | int], compiler: bool = False, flags: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     records = []
-    ranked = rank_kernels(src, analysis, hw, bindings, compiler, flags)
+    ranked = rank_kernels(ctx, analysis, hw, bindings, compiler, flags)
     for index, k in enumerate(analysis.kernels):
         ranking = ranked.get(index)
         got = block_swizzle.propose(analysis, index, hw, None, ranking)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import click
 
 from swzc import clean, emitters, outputs
-from swzc.analysis import LaunchFact
+from swzc.records import LaunchFact
 from swzc.cli import build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option
 from swzc.entry import interrupt_received
 from swzc.errors import SwzcError

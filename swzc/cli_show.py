@@ -57,8 +57,8 @@ def command(file: str, output: str, html_out: str | None, kernel: str | None, sw
     bound = parse_bindings(list(bindings))
     context, context_notes = build_context(file, include_dirs, defines, build_path)
     with input_limit(max_bytes):
-        src, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
-    drawn = picture.kernel_picture(src, analysis, hw, bound, kernel, spec, runner_up)  # type: ignore[arg-type]
+        ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
+    drawn = picture.kernel_picture(ctx, analysis, hw, bound, kernel, spec, runner_up)  # type: ignore[arg-type]
     image = picture.render(drawn.picture, fmt)
     writes = [(written[0], image)]
     if html_out:

@@ -131,9 +131,11 @@ class Scope:
     parent: Scope | None = None
     types: Mapping[str, str] = field(default_factory=dict)  # type aliases: typedef/using, --set NAME=TYPE
     budget: Budget = field(default_factory=Budget, repr=False, compare=False)
+    # each function's index of locals, made once for this scope and the scopes below it (swzc.analysis)
+    functions: dict = field(default_factory=dict, repr=False, compare=False)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self, self.types, self.budget)
+        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions)
 
     def resolve_type(self, name: str) -> str:
         """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers

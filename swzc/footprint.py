@@ -23,15 +23,20 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 from tree_sitter import Node
 
-from swzc.analysis import (KernelInfo, Launch, TileLoop, declared_name, file_scope, function_name, functions, kernel_function,
-                           local_scope, parameter_list, text, walk)
+from swzc.analysis import kernel_function
+from swzc.records import KernelInfo, Launch, TileLoop
+from swzc.scope import local_scope
+from swzc.syntax import declared_name, function_name, functions, parameter_list, text, walk
 from swzc.evaluate import Evaluator, Macro, Scope, Value, expression_of
 from swzc.source import SourceFile
+
+if TYPE_CHECKING:
+    from swzc.context import FileContext
 
 MAX_POINTS = 1 << 24  # enumeration budget per set (threads x loop iterations, or intervals)
 MAX_SECTORS = 1 << 24  # 32-byte sectors one access of one block may touch (512 MiB): the model lists each
@@ -445,10 +450,10 @@ _BRANCHES = ("if_statement", "for_statement", "while_statement", "do_statement",
 class _Kernel:
     """Offsets, addresses and sets of values of expressions inside one kernel."""
 
-    def __init__(self, src: SourceFile, function: Node, ev: Evaluator, scope: Scope, type_args: Mapping[str, str],
+    def __init__(self, file: FileContext, function: Node, ev: Evaluator, scope: Scope, type_args: Mapping[str, str],
                  launch_grid: tuple[int, int, int], block: tuple[int, int, int], tiles: tuple[int, int, int],
                  adapter: str, divisor: int | None, tile_loop: TileLoop | None) -> None:
-        self.src = src
+        self.src = file.src
         self.function = function
         self.body = function.child_by_field_name("body")
         self.ev = ev
@@ -466,7 +471,7 @@ class _Kernel:
         self.params = {p.name: p for p in parameter_list(function)}
         # pointer parameter -> the type it points to
         self.param_types = {declared_name(decl): t for decl, t in _pointer_parameters(function)}
-        facts = _file_facts(src)
+        facts = _file_facts(file)
         self.helpers: dict[str, Node] = facts.helpers
         self.globals: dict[str, str | None] = facts.globals  # file-scope arrays: name -> element type (None: not global memory)
         # Locals of the kernel and of the helpers it can reach: definitions, moves, and what kind of thing each
@@ -1737,13 +1742,14 @@ class _FileFacts:
     shared: frozenset[str] = frozenset()  # file-scope __shared__ arrays (extern __shared__ buffers, say)
 
 
-_FACTS: list[tuple[SourceFile, _FileFacts]] = []  # the last few files: one analysis asks for many kernels
+def _file_facts(ctx: FileContext) -> _FileFacts:
+    """The file's facts, found once per file (kept in its context: one analysis asks for many kernels)."""
+    if ctx.footprint_facts is None:
+        ctx.footprint_facts = _find_file_facts(ctx.src)
+    return ctx.footprint_facts
 
 
-def _file_facts(src: SourceFile) -> _FileFacts:
-    for seen, facts in _FACTS:
-        if seen is src:
-            return facts
+def _find_file_facts(src: SourceFile) -> _FileFacts:
     helpers: dict[str, Node] = {}
     for f, _ in functions(src.tree.root_node):
         if f.child_by_field_name("body") is not None and any(c.type == "__device__" for c in f.children) \
@@ -1762,9 +1768,7 @@ def _file_facts(src: SourceFile) -> _FileFacts:
                     arrays[declared_name(decl)] = None if local else " ".join(text(node.child_by_field_name("type")).split())
     structs = tuple(node for node in walk(src.tree.root_node)
                     if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None)
-    facts = _FileFacts(helpers, arrays, structs, frozenset(shared))
-    _FACTS[:] = [*_FACTS[-3:], (src, facts)]
-    return facts
+    return _FileFacts(helpers, arrays, structs, frozenset(shared))
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -2250,7 +2254,7 @@ def _unfixed_launch(kernel: str, launch: Launch) -> str:
             + " and ".join(f"--{m} {kernel}=X,Y" for m in missing) + ")")
 
 
-def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: Mapping[str, Value] | None = None) -> Footprint | str:
+def footprint(ctx: FileContext, kernel: KernelInfo, launch_index: int = 0, user: Mapping[str, Value] | None = None) -> Footprint | str:
     """The kernel's per-block footprint under one of its launches (per tile, for a kernel with a tile
     loop), or a reason it has none."""
     if not kernel.launches:
@@ -2271,32 +2275,32 @@ def footprint(src: SourceFile, kernel: KernelInfo, launch_index: int = 0, user: 
         if kernel.decode is not None and launch.divisor is None:
             return f"the tile decode divisor {kernel.decode.divisor!r} is not known at line {launch.line}"
         grid, adapter, divisor = launch.grid, kernel.adapter, launch.divisor
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     if function is None:
         return "kernel not found"
     body = function.child_by_field_name("body")
-    scope = file_scope(src, user or {}).child(dict(launch.bindings))
+    scope = ctx.scope(user).child(dict(launch.bindings))
     ev = Evaluator(local_scope(function, body.end_byte - 1, scope))
     tiles = tile_grid(grid, adapter, divisor)
-    k = _Kernel(src, function, ev, scope, dict(launch.type_args), launch.grid, launch.block, tiles, adapter, divisor, tile)
+    k = _Kernel(ctx, function, ev, scope, dict(launch.type_args), launch.grid, launch.block, tiles, adapter, divisor, tile)
     fragments = _fragments([body, *(f.child_by_field_name("body") for f in k.reached)], ev)
     sites = _Sites(k, fragments)
     sites.scan(body, None)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
-    staged = stages_reads(src, kernel)
+    staged = stages_reads(ctx, kernel)
     return Footprint(kernel.name, grid, launch.block, tiles, tuple(_merged(sites.accesses)),
                      tuple(dict.fromkeys(sites.unknown)), threads, adapter, divisor or 0, staged)
 
 
-def stages_reads(src: SourceFile, kernel: KernelInfo) -> bool:
+def stages_reads(ctx: FileContext, kernel: KernelInfo) -> bool:
     """Whether the kernel stages its reads through shared memory behind a barrier (see `_staged`); it needs
     no launch."""
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     if function is None:
         return False
     body = function.child_by_field_name("body")
-    facts = _file_facts(src)
-    scope = file_scope(src, {})
+    facts = _file_facts(ctx)
+    scope = ctx.scope()
     reached = _reachable_helpers(body, facts.helpers, scope)
     bodies = [body, *(f.child_by_field_name("body") for f in reached)]
     pointers = {declared_name(d) for f in (function, *reached) for d, _ in _pointer_parameters(f)}

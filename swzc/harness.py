@@ -32,12 +32,14 @@ from importlib import resources
 from pathlib import Path
 
 from swzc import processes
-from swzc.analysis import KernelInfo, Launch, file_scope, kernel_function, parameter_list
+from swzc.analysis import kernel_function
+from swzc.records import KernelInfo, Launch
+from swzc.syntax import parameter_list
+from swzc.context import FileContext
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Scope
 from swzc.footprint import Footprint, footprint
 from swzc.inputs import read_regular
-from swzc.source import SourceFile
 from swzc.templates import TemplateArguments, base_type, template_arguments, template_parameters
 
 KIND_BYTES = {"F32": 4, "F64": 8, "F16": 2, "BF16": 2, "E4M3": 1, "E5M2": 1, "I8": 1, "U8": 1, "I16": 2, "U16": 2,
@@ -139,13 +141,14 @@ class HarnessResult:
     failed: bool = False  # the check did not run to its end: a crash, a timeout, output with no verdict in it
 
 
-def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None) -> LaunchPlan:
+def plan_launch(ctx: FileContext, kernel: KernelInfo, spec: Mapping | None = None) -> LaunchPlan:
     """The launch to run: the file's first fixed launch, buffers sized by the footprint, the spec on top.
     Parameter types are read through the file's aliases and the kernel's template arguments (written at the
     launch, deduced from the arguments' declared types, or given in the spec as `template = "<float, 128>"`)."""
     spec = dict(spec or {})
+    src = ctx.src
     where = f"{src.path}:{kernel.line}: {kernel.name}"
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     if function is None:
         raise SwzcError(f"{src.path}: kernel {kernel.name} not found")
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None and la.block is not None), None)
@@ -155,7 +158,7 @@ def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None
     if not grid or not block:
         raise SwzcError(f"{where}: the launch's grid and block are not known; "
                         "give them in a launch spec (grid = [x, y, z], block = [x, y, z])")
-    scope = file_scope(src, {})
+    scope = ctx.scope()
     params = parameter_list(function)
     tparams = template_parameters(function)
     targs = template_arguments(src, function, params, launch, scope, str(spec.get("template", "")))
@@ -164,7 +167,7 @@ def plan_launch(src: SourceFile, kernel: KernelInfo, spec: Mapping | None = None
     if launch is not None and index is not None:  # the footprint sees deduced template types too
         launches = list(kernel.launches)
         launches[index] = replace(launch, type_args=tuple(sorted({**dict(launch.type_args), **types}.items())))
-        fp = footprint(src, replace(kernel, launches=tuple(launches)), index, None)
+        fp = footprint(ctx, replace(kernel, launches=tuple(launches)), index, None)
     bindings = dict(launch.bindings) if launch else {}
     args = spec.get("args", {})
     planned: list[Buffer | Scalar] = []
@@ -468,10 +471,12 @@ def toolchain_for(dialect: str, vendor: str | None) -> str:
 
 
 def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: str, flush_bytes: int,
-          include_dir: str, folder: Path, dialect: str = "cuda", toolchain: str = "nvcc") -> Build:
+          include_dir: str, folder: Path, dialect: str = "cuda", toolchain: str = "nvcc",
+          flags: tuple[str, ...] = ()) -> Build:
     """Compile the two variants as shared libraries and the harness, all at once, into `folder` (the caller
     owns it and removes it); raise with the command on a compile error.  `arch` is nvcc's -arch (sm_90) or
-    hipcc's --offload-arch (gfx942)."""
+    hipcc's --offload-arch (gfx942); `flags` are the build's own include folders and defines (and the user's
+    compile flags), the ones the analysis and the compile check used."""
     if not shutil.which(toolchain):
         raise SwzcError(f"the benchmark needs {toolchain} on PATH", ExitCode.CHECK_FAILED)
     out = Path(folder)
@@ -492,7 +497,7 @@ def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: 
         path = out / f"{stem}.{tag}{suffix}"
         path.write_bytes(data + code)
         lib = out / f"{stem}.{tag}.so"
-        jobs.append([*compiler, "-O3", *shared, "-Dmain=swzc_user_main", "-I", include_dir, "-o", str(lib), str(path)])
+        jobs.append([*compiler, "-O3", *shared, "-Dmain=swzc_user_main", "-I", include_dir, *flags, "-o", str(lib), str(path)])
     harness = out / f"{stem}.harness{suffix}"
     harness.write_text(harness_source(plan, flush_bytes, dialect))
     binary = out / f"{stem}.harness"

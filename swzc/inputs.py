@@ -16,6 +16,9 @@ def kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+TOOL_OUTPUT_BYTES = 64 << 20  # the most swzc reads of a file a program or profiler it ran wrote
+
+
 def read_regular(path: str, limit: int, hint: str = "") -> bytes:
     """The bytes of the regular file at `path`, at most `limit` of them; anything else is an input error.
 

@@ -37,12 +37,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swzc import cache, processes, tileloop
-from swzc.analysis import KernelInfo, Launch, file_scope, functions, function_name, kernel_function, local_scope, parameter_list
+from swzc.analysis import kernel_function
+from swzc.records import KernelInfo, Launch
+from swzc.scope import local_scope
+from swzc.syntax import functions, function_name, parameter_list
 from swzc.errors import SwzcError
+from swzc.inputs import TOOL_OUTPUT_BYTES, read_regular
 from swzc.evaluate import Evaluator, Scope, Value, expression_of
 from swzc.harness import ELEMENT_TYPES, gpu_vendor, native_dir
 from swzc.program import ProgramBench, TIMEOUT_S, program_copy, shell
-from swzc.source import SourceFile, load_bytes
+from swzc.context import FileContext
 from swzc.templates import base_type, parse_listing, template_parameters
 
 MAX_CONFIGS = 64  # distinct launches recorded per kernel
@@ -90,11 +94,12 @@ class ObservedRun:
 
 # ---- running the program ------------------------------------------------------------------------------
 
-def observe_launches(path: str, data: bytes, program: ProgramBench, kernels: set[str], tool: str | None = None,
+def observe_launches(ctx: FileContext, program: ProgramBench, kernels: set[str], tool: str | None = None,
                      timeout: float = TIMEOUT_S) -> ObservedRun:
     """Build and run the program once, in a private temporary copy of its folder (removed however the run
     ends), under a launch interposer; `tool` forces one of TOOLS, else the first that works here.  Never
     raises for the program's sake: a failed build or run is an ObservedRun with `note` saying why."""
+    path, data = ctx.src.path, ctx.src.data
     chosen, why = (tool, "") if tool else _pick_tool()
     if not chosen:
         return ObservedRun("", {}, why)
@@ -109,7 +114,8 @@ def observe_launches(path: str, data: bytes, program: ProgramBench, kernels: set
                     env = {**os.environ, "CUDA_INJECTION64_PATH": str(library), "SWZC_OBSERVE_OUT": str(out),
                            "SWZC_OBSERVE_MAX": str(MAX_CONFIGS)}
                     done = shell(program.bench_cmd, copy, name, env)
-                    raw, dropped = parse_observer_output(out.read_text(errors="replace") if out.exists() else "")
+                    written = read_regular(str(out), TOOL_OUTPUT_BYTES) if os.path.lexists(out) else b""
+                    raw, dropped = parse_observer_output(written.decode(errors="replace"))
             elif chosen == "ncu":
                 command = (f"{shlex.quote(shutil.which('ncu') or 'ncu')} --csv --page raw --print-kernel-base mangled "
                            f"--metrics launch__grid_size,launch__shared_mem_per_block_dynamic --target-processes all "
@@ -121,7 +127,8 @@ def observe_launches(path: str, data: bytes, program: ProgramBench, kernels: set
                 command = (f"{shlex.quote(shutil.which('rocprofv3') or 'rocprofv3')} --kernel-trace --output-format csv "
                            f"-d {shlex.quote(str(trace))} -o swzc -- /bin/sh -c {shlex.quote(program.bench_cmd)}")
                 done = shell(command, copy, name)
-                raw = [r for table in sorted(trace.rglob("*kernel_trace.csv")) for r in parse_rocprof_trace(table.read_text(errors="replace"))]
+                raw = [r for table in sorted(trace.rglob("*kernel_trace.csv"))
+                       for r in parse_rocprof_trace(read_regular(str(table), TOOL_OUTPUT_BYTES).decode(errors="replace"))]
                 dropped = {}
             else:
                 return ObservedRun("", {}, f"unknown launch interposer {chosen!r} (one of {', '.join(TOOLS)})")
@@ -129,8 +136,7 @@ def observe_launches(path: str, data: bytes, program: ProgramBench, kernels: set
         return ObservedRun("", {}, exc.message)
     if not done.ok and not raw:
         return ObservedRun("", {}, f"`{program.bench_cmd}` {done.status()} under {chosen}; its output began:\n{done.head()}")
-    src = load_bytes(path, data)
-    found = match_launches(src, raw, kernels)
+    found = match_launches(ctx, raw, kernels)
     truncated = frozenset(k for k in found if any(kernel_name(s)[0] == k for s in dropped))
     note = "" if done.ok else f"`{program.bench_cmd}` {done.status()} under {chosen}: the launches before that are kept"
     if chosen != "cupti":
@@ -454,11 +460,11 @@ def _demangle(symbol: str) -> tuple[str, tuple[str, ...] | None]:
         return (names[-1] if names else symbol), None
 
 
-def match_launches(src: SourceFile, raw: list[RawLaunch], kernels: set[str]) -> dict[str, tuple[ObservedLaunch, ...]]:
+def match_launches(ctx: FileContext, raw: list[RawLaunch], kernels: set[str]) -> dict[str, tuple[ObservedLaunch, ...]]:
     """The raw launches of the file's `kernels`, by name, with scalar arguments decoded by the parameters'
     C types (template parameters filled from the symbol's template arguments)."""
-    scope = file_scope(src, {})
-    definitions = {function_name(f): f for f, _ in functions(src.tree.root_node)}
+    scope = ctx.scope()
+    definitions = {function_name(f): f for f, _ in functions(ctx.src.tree.root_node)}
     found: dict[str, dict[tuple, int]] = {}
     for launch in raw:
         name, targs = kernel_name(launch.symbol)
@@ -513,14 +519,14 @@ def _decode(kind: str, data: bytes) -> Value | None:
 
 # ---- for the pipeline: observed launches as the analysis's records -------------------------------------
 
-def observed_launches(src: SourceFile, kernel: KernelInfo, run: ObservedRun) -> tuple[Launch, ...]:
+def observed_launches(ctx: FileContext, kernel: KernelInfo, run: ObservedRun) -> tuple[Launch, ...]:
     """The kernel's observed launches as Launch records, most frequent first, for ranking and the footprint:
     grid and block as run, bindings from the observed scalar arguments (over the file's own) and the
     symbol's template arguments, the tile decode's divisor evaluated under them.  () when none was seen."""
     seen = run.launches.get(kernel.name, ())
     if not seen:
         return ()
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     tparams = template_parameters(function) if function is not None else []
     static = kernel.launches[0] if len(kernel.launches) == 1 else None
     records = []
@@ -538,12 +544,12 @@ def observed_launches(src: SourceFile, kernel: KernelInfo, run: ObservedRun) -> 
                         "x".join(map(str, launch.grid)), "x".join(map(str, launch.block)), launch.grid, launch.block,
                         bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
         if kernel.tile_loop is not None and function is not None:
-            count, columns = tileloop.launch_values(kernel.tile_loop, function, file_scope(src, {}).child(bound))
+            count, columns = tileloop.launch_values(kernel.tile_loop, function, ctx.scope().child(bound))
             record = replace(record, tiles=count, divisor=columns)
         elif kernel.decode is not None and function is not None:
             divisor = expression_of(kernel.decode.splice_text or kernel.decode.divisor)
             at = kernel.insert_at if kernel.insert_at is not None else function.start_byte
-            value = Evaluator(local_scope(function, at, file_scope(src, {}).child(bound))).value(divisor) if divisor else None
+            value = Evaluator(local_scope(function, at, ctx.scope().child(bound))).value(divisor) if divisor else None
             record = replace(record, divisor=int(value) if value is not None else None)
         records.append(record)
     return tuple(records)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from swzc import clean
-from swzc.analysis import FileAnalysis, KernelInfo
+from swzc.records import FileAnalysis, KernelInfo
 from swzc.bench import KernelBench
 from swzc.errors import SwzcError
 from swzc.evaluate import Value
@@ -42,7 +42,7 @@ from swzc.pipeline import rank_kernels
 from swzc.prove import Shape, dispatch_maps
 from swzc.rank import MARGIN_POINTS, Ranking, rank
 from swzc.residency import Residency
-from swzc.source import SourceFile
+from swzc.context import FileContext
 from swzc.swizzles import SwizzleSpec, parse_spec
 
 # The largest tile grid drawn whole; a larger one is drawn by its top-left corner of this many tiles a side.
@@ -485,7 +485,7 @@ def _refusal(analysis: FileAnalysis, index: int) -> str:
     return f"{decision.status}: {decision.reason}" if decision is not None else "not ranked"
 
 
-def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
+def kernel_picture(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
                    kernel: str | None = None, swizzle: SwizzleSpec | None = None, runner_up: bool = False) -> KernelPicture:
     """The picture of one kernel's order: identity, the model's choice (or `swizzle`), and optionally the
     model's next best.  An input error (exit 2) where there is nothing to draw, saying why.
@@ -493,7 +493,7 @@ def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, b
     The kernel is the one named, else the first the model ranks.  Without `swizzle` the second order is the
     model's choice, or where it keeps identity (no gain of MARGIN_POINTS) its best candidate all the same:
     identity beside identity would show nothing."""
-    ranked = rank_kernels(src, analysis, hw, bindings)
+    ranked = rank_kernels(ctx, analysis, hw, bindings)
     index = kernel_index(analysis, ranked, kernel, swizzle is not None)
     info = analysis.kernels[index]
     if index not in ranked:
@@ -509,7 +509,7 @@ def kernel_picture(src: SourceFile, analysis: FileAnalysis, hw: HardwareModel, b
     hits = {p.candidate: p.l2_hit_rate for p in ranking.predictions} if isinstance(ranking, Ranking) else {}
     orders, note = _orders(ranking, swizzle, runner_up)
     if isinstance(ranking, Ranking) and any(spec.name not in hits for spec in orders):
-        forced = rank(src, info, hw, bindings, specs=list(dict.fromkeys([IDENTITY, *orders])), running=ranking.residency)
+        forced = rank(ctx, info, hw, bindings, specs=list(dict.fromkeys([IDENTITY, *orders])), running=ranking.residency)
         if isinstance(forced, Ranking):
             hits.update({p.candidate: p.l2_hit_rate for p in forced.predictions})
     title = f"{os.path.basename(analysis.path)}: kernel {info.name} on {hw.name}, {_tiles_text(shape, adapter, info)}"

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 
 from swzc import hw as hwmodels
 from swzc import source
-from swzc.analysis import FileAnalysis, KernelInfo, LaunchFact, analyze, file_scope, prepared
+from swzc.analysis import analyze
+from swzc.records import FileAnalysis, KernelInfo, LaunchFact
 from swzc.bench import Bencher, KernelBench
 from swzc.compile import CompileReport, compile_check
+from swzc.context import FileContext
 from swzc.edits import Edit, rewrite
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Dim3, Evaluator, Value, expression_of
@@ -56,6 +58,9 @@ class KernelSearch:
 
 @dataclass(frozen=True)
 class Options:
+    """The user's knobs for one run, the same for every file of it; frozen and hashable.  What a run decides
+    for a file's kernels travels in a RunPlan."""
+
     hw: HardwareModel
     swizzle: Formula | None = None  # None: the proposers' choice (the L2 model's, or the measured one with bench)
     bindings: Mapping[str, Value] = field(default_factory=dict)
@@ -66,18 +71,31 @@ class Options:
     launch_spec: str | None = None  # TOML with buffer sizes, scalars and launches the file leaves open
     rounds: int = 30  # timed rounds per candidate
     program: ProgramBench | None = None  # time the user's own program instead of the generated harness
-    progress: Callable[[str], None] | None = None
-    only: Mapping[int, Formula] | None = None  # kernel index -> formula; other kernels are left alone
-    declined: Mapping[int, str] = field(default_factory=dict)  # kernel index -> why the benchmark declined it
-    notes: Mapping[int, str] = field(default_factory=dict)  # kernel index -> how its swizzle was chosen
-    ranked: Mapping[int, Ranking | str] | None = None  # the L2 model's rankings, where already computed
+    progress: Callable[[str], None] | None = None  # told each candidate as it is measured
     context: CompileContext = field(default_factory=CompileContext)  # include folders and defines of the build
     facts: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)  # launches given by hand or observed
     proposer: str = "builtin"  # where candidates come from: "builtin", "llm" or "both" (swzc.proposers)
     llm: Proposer | None = None  # the LLM proposer, with its client (live or a recorded transcript)
-    chosen: Mapping[int, Formula] = field(default_factory=dict)  # kernel index -> formula chosen by a search
-    searches: tuple[KernelSearch, ...] = ()  # histories of searches already made (carried into the result)
     facts_elsewhere: bool = False  # `facts` may name kernels of other files (a command given several FILES)
+
+    def __hash__(self) -> int:
+        return hash((self.hw, self.swizzle, tuple(sorted((k, repr(v)) for k, v in self.bindings.items())), self.compile,
+                     self.compile_flags, self.bench, self.max_iterations, self.launch_spec, self.rounds, self.program,
+                     self.progress, self.context, tuple(sorted((k, v) for k, v in self.facts.items())), self.proposer,
+                     id(self.llm), self.facts_elsewhere))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What the run decided for one file's kernels, by kernel index, for the rewrite that follows: built by
+    the choosers (the L2 model and the LLM, or the acceptance loop), read by `rewrite_source`."""
+
+    only: Mapping[int, Formula] | None = None  # these kernels with these formulas; the others are left alone
+    chosen: Mapping[int, Formula] = field(default_factory=dict)  # the formula a search chose
+    declined: Mapping[int, str] = field(default_factory=dict)  # why a search or the benchmark declined a kernel
+    notes: Mapping[int, str] = field(default_factory=dict)  # how a kernel's formula was chosen
+    ranked: Mapping[int, Ranking | str] | None = None  # the L2 model's rankings, where already computed
+    searches: tuple[KernelSearch, ...] = ()  # every candidate each kernel's proposers offered, and its fate
 
 
 @dataclass(frozen=True)
@@ -187,12 +205,14 @@ def load_hw(name: str) -> HardwareModel:
 
 def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
                  facts: Mapping[str, tuple[LaunchFact, ...]] | None = None,
-                 facts_elsewhere: bool = False) -> tuple[source.SourceFile, FileAnalysis]:
-    src = source.load(path)
-    if src.errors:  # read it again as the compiler would: decided #if branches, statement macros
-        src = refine(src, context, prepared(src, bindings or {}, context)[0])
-    analysis = analyze(src, bindings or {}, context, facts)
-    _check_bindings(src, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
+                 facts_elsewhere: bool = False) -> tuple[FileContext, FileAnalysis]:
+    """The file read, in its build's context, and its kernels analysed; the context goes on to every later stage."""
+    ctx = FileContext(source.load(path), context or CompileContext())
+    if ctx.src.errors:  # read it again as the compiler would: decided #if branches, statement macros
+        ctx = ctx.reparsed(refine(ctx.src, context, ctx.prepared(bindings)[0]))
+    src = ctx.src
+    analysis = analyze(ctx, bindings or {}, facts)
+    _check_bindings(ctx, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
     if src.errors and analysis.kernels and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
         # parse errors, and no kernel clear of them: nothing in the file can be analysed.  (A file with no
         # kernel at all, a `__global__` in its unparsed parts included, has nothing to rewrite: its errors are
@@ -202,13 +222,14 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
             "kernels": [{"name": k.name, "line": k.line, "status": "refused", "reason": k.hazards[0].reason}
                         for k in analysis.kernels],
             "syntax_errors": [{"line": e.line, "col": e.col, "message": e.what} for e in src.errors]})
-    return src, analysis
+    return ctx, analysis
 
 
-def _check_bindings(src: source.SourceFile, analysis: FileAnalysis, bindings: Mapping[str, Value | str],
+def _check_bindings(ctx: FileContext, analysis: FileAnalysis, bindings: Mapping[str, Value | str],
                     facts: Mapping[str, tuple[LaunchFact, ...]]) -> None:
     """A --set that contradicts what the file fixes, or a --grid for a kernel the file lacks, is an input error."""
-    scope = file_scope(src, bindings)
+    src = ctx.src
+    scope = ctx.scope(bindings)
     plain = replace(scope, user={})
     for name, value in bindings.items():
         if isinstance(value, str):
@@ -224,18 +245,18 @@ def _check_bindings(src: source.SourceFile, analysis: FileAnalysis, bindings: Ma
             raise SwzcError(f"--grid/--block name kernel {kernel}, which is not in {src.path} (kernels: {', '.join(sorted(names)) or 'none'})")
 
 
-def rank_kernels(src: source.SourceFile, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
+def rank_kernels(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
                  compiler: bool = False, flags: tuple[str, ...] = ()) -> dict[int, Ranking | str]:
     """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank).
 
     `compiler`: the blocks resident at once come from compiling the file with `flags` (never running it)."""
-    return {i: _rank(src, k, hw, bindings, compiler, flags) for i, k in enumerate(analysis.kernels)
+    return {i: _rank(ctx, k, hw, bindings, compiler, flags) for i, k in enumerate(analysis.kernels)
             if block_swizzle.refusal(analysis, i) is None}
 
 
-def _rank(src: source.SourceFile, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
+def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
           compiler: bool, flags: tuple[str, ...]) -> Ranking | str:
-    got = rank(src, kernel, hw, bindings, compiler=compiler, flags=flags)
+    got = rank(ctx, kernel, hw, bindings, compiler=compiler, flags=flags)
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -269,15 +290,15 @@ def _tile_spaces(shapes: tuple[tuple[int, int, int, int], ...]) -> str:
 
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
-    src, analysis = analyze_file(path, options.bindings, options.context, options.facts, options.facts_elsewhere)
+    ctx, analysis = analyze_file(path, options.bindings, options.context, options.facts, options.facts_elsewhere)
     if options.bench:
-        return rewrite_benchmarked(src, analysis, options)
-    options = choose_by_model(src, analysis, options)
-    result = rewrite_source(src, analysis, options)
-    return replace(result, searches=options.searches, transcripts=_transcripts(options, options.searches))
+        return rewrite_benchmarked(ctx, analysis, options)
+    plan = choose_by_model(ctx, analysis, options)
+    result = rewrite_source(ctx, analysis, options, plan)
+    return replace(result, searches=plan.searches, transcripts=_transcripts(options, plan.searches))
 
 
-def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options: Options,
+def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Options,
                         kernels: set[int] | None = None) -> RewriteResult:
     """The acceptance loop for every kernel that can be swizzled (or those in `kernels`), then the rewrite
     with what it accepted.  Each kernel's proposers (the built-in family, the LLM, or both) offer
@@ -286,8 +307,8 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
     proven with the launches it really made."""
     observed: tuple[str, ...] = ()
     if options.program is not None:
-        analysis, observed = with_observed_launches(src, analysis, options.program)
-    ranked = rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None else {}
+        analysis, observed = with_observed_launches(ctx, analysis, options.program)
+    ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None else {}
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -297,7 +318,7 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
         if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
             continue
         ranking = ranked.get(index)
-        task = KernelTask(src, analysis, index, options.hw, ranking, options.bindings, measured=True)
+        task = KernelTask(ctx, analysis, index, options.hw, ranking, options.bindings, measured=True)
         if options.swizzle is not None:
             forced = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
             if isinstance(forced, Decision):  # the swizzle does not fit this kernel: nothing to measure
@@ -311,12 +332,11 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
                 continue
 
         def rewrite_one(formula: Formula, index: int = index) -> bytes:
-            single = replace(options, bench=False, compile=False, only={index: formula}, declined={}, notes={})
-            return rewrite_source(src, analysis, single).new
+            return rewrite_source(ctx, analysis, replace(options, bench=False, compile=False), RunPlan(only={index: formula})).new
 
         try:
-            bencher = Bencher(src, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
-                              progress=options.progress, program=options.program)
+            bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
+                              progress=options.progress, program=options.program, flags=_compiler(options)[1])
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
@@ -344,7 +364,8 @@ def rewrite_benchmarked(src: source.SourceFile, analysis: FileAnalysis, options:
             notes[index] = model + result.reason
         else:
             declined[index] = model + result.reason
-    final = rewrite_source(src, analysis, replace(options, bench=False, only=chosen, declined=declined, notes=notes, ranked=ranked))
+    final = rewrite_source(ctx, analysis, replace(options, bench=False),
+                           RunPlan(only=chosen, declined=declined, notes=notes, ranked=ranked))
     return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes), searches=tuple(searches),
                    transcripts=_transcripts(options, searches))
 
@@ -376,22 +397,22 @@ def _transcripts(options: Options, searches: Sequence[KernelSearch]) -> tuple[Tr
     return transcripts({s.kernel: s.history for s in searches}) if transcripts is not None else ()
 
 
-def choose_by_model(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> Options:
+def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) -> RunPlan:
     """Without a GPU, an LLM's proven candidates are judged by the L2 model alone: one is chosen when its
     predicted hit rate beats identity by the margin and, under `both`, the built-in family's best.  Where
     the model cannot rank a kernel, nothing would judge the LLM's candidates: it is not asked."""
     if options.proposer == "builtin" or options.swizzle is not None:
-        return options
-    ranked = dict(options.ranked) if options.ranked is not None else rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options))
-    chosen = dict(options.chosen)
-    declined = dict(options.declined)
-    notes = dict(options.notes)
+        return RunPlan()
+    ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options))
+    chosen: dict[int, Formula] = {}
+    declined: dict[int, str] = {}
+    notes: dict[int, str] = {}
     searches: list[KernelSearch] = []
     llm = [_llm(options)]
     for index, ranking in ranked.items():
         if not isinstance(ranking, Ranking) or block_swizzle.refusal(analysis, index) is not None:
             continue
-        task = KernelTask(src, analysis, index, options.hw, ranking, options.bindings, measured=False)
+        task = KernelTask(ctx, analysis, index, options.hw, ranking, options.bindings, measured=False)
         history = search(task, llm, options.max_iterations)
         searches.append(KernelSearch(analysis.kernels[index].name, tuple(history)))
         best = max((t for t in history if t.predicted is not None), key=lambda t: t.predicted or 0.0, default=None)
@@ -406,21 +427,20 @@ def choose_by_model(src: source.SourceFile, analysis: FileAnalysis, options: Opt
             tried = f"best {best.name} at {best.predicted:.1f} %" if best is not None and best.predicted is not None else "none proven"
             declined[index] = (f"no LLM candidate beats identity ({ranking.identity.l2_hit_rate:.1f} %) by {MARGIN_POINTS:g} "
                                f"points in the L2 model: {tried} after {len(history)} attempt(s)")
-    return replace(options, ranked=ranked, chosen=chosen, declined=declined, notes=notes,
-                   searches=(*options.searches, *searches))
+    return RunPlan(chosen=chosen, declined=declined, notes=notes, ranked=ranked, searches=tuple(searches))
 
 
-def with_observed_launches(src: source.SourceFile, analysis: FileAnalysis, program: ProgramBench) -> tuple[FileAnalysis, tuple[str, ...]]:
+def with_observed_launches(ctx: FileContext, analysis: FileAnalysis, program: ProgramBench) -> tuple[FileAnalysis, tuple[str, ...]]:
     """The analysis with each kernel's launches as one run of the program made them (swzc.observe), and
     notes saying what was seen; kernels the run did not launch keep the file's launches."""
     wanted = {k.name for k in analysis.kernels if k.reads_block_index}
-    run = observe_launches(src.path, src.data, program, wanted)
+    run = observe_launches(ctx, program, wanted)
     if not run.ok:
         return analysis, (f"launches not observed: {run.note}",)
     kernels = []
     notes = []
     for kernel in analysis.kernels:
-        seen = observed_launches(src, kernel, run)
+        seen = observed_launches(ctx, kernel, run)
         if seen:
             kernel = replace(kernel, launches=seen)
             configs = list(dict.fromkeys(f"grid {'x'.join(map(str, la.grid or ()))}, block {'x'.join(map(str, la.block or ()))}"
@@ -432,25 +452,28 @@ def with_observed_launches(src: source.SourceFile, analysis: FileAnalysis, progr
     return replace(analysis, kernels=tuple(kernels)), tuple(notes)
 
 
-def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Options) -> RewriteResult:
+def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, plan: RunPlan = RunPlan()) -> RewriteResult:
+    """The file rewritten as `plan` says (with no plan: each kernel with the forced --swizzle, or the L2 model's
+    choice), proven, spliced, patched and compile-checked."""
+    src = ctx.src
     decisions: dict[int, Decision] = {}
     proposals: dict[int, Proposal] = {}
-    selecting = options.only is not None
-    if options.ranked is not None:
-        ranked = options.ranked
+    selecting = plan.only is not None
+    if plan.ranked is not None:
+        ranked = plan.ranked
     else:
-        ranked = rank_kernels(src, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None and not selecting else {}
+        ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None and not selecting else {}
     for index in range(len(analysis.kernels)):
-        if index in options.declined:
-            decisions[index] = Decision(index, "declined", options.declined[index])
+        if index in plan.declined:
+            decisions[index] = Decision(index, "declined", plan.declined[index])
             continue
-        if selecting and index not in options.only:  # type: ignore[operator]
+        if selecting and index not in plan.only:  # type: ignore[operator]
             decisions[index] = block_swizzle.refusal(analysis, index) or Decision(index, "untouched", "not selected")
             continue
-        requested = options.only[index] if selecting else options.chosen.get(index, options.swizzle)  # type: ignore[index]
+        requested = plan.only[index] if selecting else plan.chosen.get(index, options.swizzle)  # type: ignore[index]
         got = block_swizzle.propose(analysis, index, options.hw, requested, ranked.get(index))
-        if isinstance(got, Proposal) and index in options.notes:
-            got = replace(got, note=options.notes[index])
+        if isinstance(got, Proposal) and index in plan.notes:
+            got = replace(got, note=plan.notes[index])
         if isinstance(got, Proposal):
             proposals[index] = got
         else:
@@ -478,7 +501,7 @@ def rewrite_source(src: source.SourceFile, analysis: FileAnalysis, options: Opti
 
     unranked = [i for i, d in decisions.items() if d.status == "unranked"]
     if unranked:
-        decisions.update(_unranked(src, analysis, options, unranked, decisions))
+        decisions.update(_unranked(ctx.src, analysis, options, unranked, decisions))
     accepted, refused = block_swizzle.settle(analysis, proposals)
     for decision in refused:
         decisions[decision.kernel] = decision

@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from swzc.analysis import FileAnalysis, KernelInfo, Shape
+from swzc.records import FileAnalysis, KernelInfo, Shape
 from swzc.errors import SwzcError
 from swzc.evaluate import Value
 from swzc.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.prove import Proof, prove
 from swzc.rank import Ranking, rank
-from swzc.source import SourceFile
+from swzc.context import FileContext
 from swzc.swizzles import Formula, SwizzleSpec, parse_spec
 
 PROPOSERS = ("builtin", "llm", "both")
@@ -36,7 +36,7 @@ EXPLORE = "colmajor"  # the one candidate the loop measures when the model predi
 class KernelTask:
     """What a proposer may read about the kernel it proposes for."""
 
-    src: SourceFile
+    ctx: FileContext
     analysis: FileAnalysis
     index: int
     hw: HardwareModel
@@ -170,7 +170,7 @@ def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
     known = next((p for p in ranking.predictions if p.candidate == formula.name), None)
     if known is None:
         # with the residency the family was ranked with, so that the numbers compare
-        got = rank(task.src, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
+        got = rank(task.ctx, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
         if not isinstance(got, Ranking):
             return None, f"proven; the L2 model cannot rank it ({got})"
         known = next(p for p in got.predictions if p.candidate == formula.name)

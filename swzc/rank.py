@@ -22,18 +22,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from swzc.analysis import KernelInfo, kernel_function
+from swzc.analysis import kernel_function
+from swzc.records import KernelInfo
+from swzc.context import bindings_key
 from swzc.evaluate import Value
 from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.hw import HardwareModel
 from swzc.l2model import L2Model, Prediction
 from swzc.prove import dispatch_maps
 from swzc.residency import Residency, residency
-from swzc.source import SourceFile
 from swzc.swizzles import Step, SwizzleSpec
+
+if TYPE_CHECKING:
+    from swzc.context import FileContext
 
 MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
 GROUPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # grouped:G below the tile rows
@@ -105,7 +110,7 @@ def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> 
     return specs
 
 
-def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
+def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
          specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = (),
          running: Residency | None = None) -> Ranking | str:
     """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
@@ -118,7 +123,7 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
         seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
         return (f"no launch in this file fixes the grid ({seen + '; ' if seen else ''}give it with --grid {kernel.name}=X,Y, "
                 "or the sizes with --set)")
-    fp = _footprint(src, kernel, index, user)
+    fp = _footprint(ctx, kernel, index, user)
     if isinstance(fp, str):
         return fp
     blind = [u for u in fp.unknown if u.reads]
@@ -130,41 +135,31 @@ def rank(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, user: Mapping[s
     divisor = fp.divisor
     specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
     if running is None:
-        running = residency(src, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
+        running = residency(ctx, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
     resident = _resident(running, kernel, index, hw)
     key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
-    if key in _RANKED:  # a kernel of the same shape was ranked already: the same numbers
-        return replace(_RANKED[key], footprint=fp, residency=running)
-    ranking = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
-    if len(_RANKED) > 256:
-        _RANKED.clear()
-    _RANKED[key] = ranking
+    if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
+        return replace(ctx.rankings[key], footprint=fp, residency=running)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
     return ranking
 
 
-_RANKED: dict[tuple, Ranking] = {}
-_FOOTPRINTS: dict[tuple, tuple[SourceFile, Footprint, int]] = {}
-
-
-def _footprint(src: SourceFile, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
+def _footprint(ctx: FileContext, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
     """The kernel's footprint, shared with kernels of the same file whose definitions differ only in their
     name and that are launched the same way (generated code repeats kernels)."""
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     if function is None:
-        return footprint(src, kernel, index, user)
-    text = src.data[function.start_byte : function.end_byte].replace(kernel.name.encode(), b"\0")
+        return footprint(ctx, kernel, index, user)
+    text = ctx.src.data[function.start_byte : function.end_byte].replace(kernel.name.encode(), b"\0")
     launch = replace(kernel.launches[index], kernel="", line=0, grid_text="", block_text="", api="")
-    key = (id(src), text, launch, kernel.adapter, kernel.decode is not None, kernel.tile_loop is not None,
-           tuple(sorted((k, repr(v)) for k, v in (user or {}).items())))
-    cached = _FOOTPRINTS.get(key)
-    if cached is not None and cached[0] is src:  # the same definition further down: move its lines
-        fp, line = cached[1], cached[2]
+    key = (text, launch, kernel.adapter, kernel.decode is not None, kernel.tile_loop is not None, bindings_key(user))
+    cached = ctx.footprints.get(key)
+    if cached is not None:  # the same definition further down: move its lines
+        fp, line = cached
         return replace(fp, kernel=kernel.name, accesses=tuple(replace(a, line=a.line + kernel.line - line) for a in fp.accesses))
-    fp = footprint(src, kernel, index, user)
+    fp = footprint(ctx, kernel, index, user)
     if isinstance(fp, Footprint) and not fp.unknown:  # messages name lines: only a clean footprint is shared
-        if len(_FOOTPRINTS) > 4096:
-            _FOOTPRINTS.clear()
-        _FOOTPRINTS[key] = (src, fp, kernel.line)
+        ctx.footprints[key] = (fp, kernel.line)
     return fp
 
 

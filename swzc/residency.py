@@ -23,21 +23,25 @@ per CU, each holding the waves its register file allows.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from swzc import compile as compiling
-from swzc.analysis import KernelInfo, file_scope, kernel_function, local_scope, text, walk
+from swzc.analysis import kernel_function
+from swzc.records import KernelInfo
+from swzc.scope import local_scope
+from swzc.syntax import text, walk
 from swzc.evaluate import Evaluator, Scope
 from swzc.footprint import ELEMENT_BYTES
 from swzc.hw import HardwareModel
-from swzc.source import SourceFile
+if TYPE_CHECKING:
+    from swzc.context import FileContext
 
 LIMITS = ("threads", "blocks per CU", "registers", "shared memory", "launch bounds")  # a tie names the first
 DEFAULT_REGISTERS = 32  # per thread, when nothing says more: what a simple kernel compiles to
@@ -195,9 +199,6 @@ def kernel_name(symbol: str) -> str:
     return last or symbol
 
 
-_USAGE: dict[tuple, dict[str, tuple[KernelResources, ...]] | str] = {}
-
-
 def resource_usage(src_path: str, data: bytes, dialect: str, hw: HardwareModel,
                    flags: tuple[str, ...] = ()) -> dict[str, tuple[KernelResources, ...]] | str:
     """Compile the file once and read the compiler's figures for each kernel, by the kernel's unqualified
@@ -205,17 +206,14 @@ def resource_usage(src_path: str, data: bytes, dialect: str, hw: HardwareModel,
     why there are none: no compiler for the model's GPU, or the compile failed.
 
     The compile is compile.py's (the same command, temporary folder and timeout), with the compiler's
-    resource report asked for.  Results are kept per content, target, flags and folder, so that ranking
-    several kernels of one file compiles it once."""
+    resource report asked for.  `residency` keeps the result in the file's context, per target and flags,
+    so that ranking several kernels of one file compiles it once."""
     tool = compiling.compiler(dialect)
     if tool is None:
         return "no nvcc or hipcc on PATH"
     if (tool == "hipcc") != (hw.vendor == "amd"):
         return f"{tool} does not build for {hw.name} ({hw.arch})"
     include_dir = os.path.dirname(os.path.abspath(src_path))
-    key = (_digest(data), dialect, tool, hw.arch, tuple(flags), include_dir)
-    if key in _USAGE:
-        return _USAGE[key]
     name = compiling.source_name(src_path)
     report = HIPCC_REPORT if tool == "hipcc" else NVCC_REPORT
     try:
@@ -241,21 +239,7 @@ def resource_usage(src_path: str, data: bytes, dialect: str, hw: HardwareModel,
         # none at all: nvcc -rdc=true says "Resource usage is not shown as the final resource allocation is not done"
         result = {kernel: tuple(group) for kernel, group in grouped.items()} or (
             f"{tool} reported no resource usage: {_first_line(output)}")
-    if len(_USAGE) > 64:
-        _USAGE.clear()
-    _USAGE[key] = result
     return result
-
-
-_LAST_DIGEST: list[tuple[bytes, str]] = []  # the bytes last hashed, and their digest
-
-
-def _digest(data: bytes) -> str:
-    """The sha256 of a file's bytes, hashed once for the bytes every kernel of the file asks with (hashed
-    anew per kernel, a file of 10,000 kernels cost the square of its size)."""
-    if not _LAST_DIGEST or _LAST_DIGEST[0][0] is not data:
-        _LAST_DIGEST[:] = [(data, hashlib.sha256(data).hexdigest())]
-    return _LAST_DIGEST[0][1]
 
 
 def _first_error(output: str, name: str) -> str:
@@ -344,11 +328,11 @@ def _common(items: Iterable[tuple[tuple[str, object], ...]]) -> dict:
     return dict(set.intersection(*sets)) if sets else {}
 
 
-def _kernel_scope(src: SourceFile, kernel: KernelInfo) -> tuple[Scope, dict[str, str]]:
+def _kernel_scope(ctx: FileContext, kernel: KernelInfo) -> tuple[Scope, dict[str, str]]:
     """Names for the kernel's constant expressions: the file's, and template arguments all its launches fix."""
     bindings = _common(launch.bindings for launch in kernel.launches)
     type_args = _common(launch.type_args for launch in kernel.launches)
-    return file_scope(src, {}).child(bindings), type_args
+    return ctx.scope().child(bindings), type_args
 
 
 def launch_bounds(function: Node, scope: Scope) -> tuple[int, int | None] | None:
@@ -404,23 +388,27 @@ def static_shared_bytes(function: Node, scope: Scope, type_args: Mapping[str, st
 # ---- the answer ---------------------------------------------------------------------------------------
 
 
-def residency(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, threads_per_block: int,
+def residency(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, threads_per_block: int,
               dynamic_shared_bytes: int = 0, use_compiler: bool = True, flags: tuple[str, ...] = ()) -> Residency:
     """The blocks of `kernel` resident on one compute unit of `hw` for blocks of `threads_per_block` with
     `dynamic_shared_bytes` of dynamic shared memory: from the compiler's figures when `use_compiler` and a
     compiler for the model's GPU builds the file, else from the kernel's launch bounds or the default."""
+    src = ctx.src
     threads = max(1, threads_per_block)
     dynamic = max(0, dynamic_shared_bytes)
     why = "compiler not used"
     if use_compiler:
-        usage = resource_usage(src.path, src.data, src.dialect, hw, flags)
+        key = (hw, tuple(flags))
+        if key not in ctx.usage:  # the file is compiled once for all its kernels
+            ctx.usage[key] = resource_usage(src.path, src.data, src.dialect, hw, flags)
+        usage = ctx.usage[key]
         if isinstance(usage, str):
             why = usage
         elif kernel.name in usage:
             return _from_compiler(usage[kernel.name], hw, threads, dynamic, src.dialect)
         else:
             why = f"the compiler built no code for {kernel.name} (a template the file does not instantiate?)"
-    return _from_source(src, kernel, hw, threads, dynamic, why)
+    return _from_source(ctx, kernel, hw, threads, dynamic, why)
 
 
 def _from_compiler(instances: tuple[KernelResources, ...], hw: HardwareModel, threads: int, dynamic: int,
@@ -436,13 +424,13 @@ def _from_compiler(instances: tuple[KernelResources, ...], hw: HardwareModel, th
     return min(results, key=lambda r: r.blocks_per_cu)
 
 
-def _from_source(src: SourceFile, kernel: KernelInfo, hw: HardwareModel, threads: int, dynamic: int, why: str) -> Residency:
+def _from_source(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, threads: int, dynamic: int, why: str) -> Residency:
     """The residency from the kernel as written: its launch bounds, else the default registers; its static
     shared arrays where the file sizes them."""
-    function = kernel_function(src, kernel)
+    function = kernel_function(ctx, kernel)
     bounds, static = None, None
     if function is not None:
-        scope, type_args = _kernel_scope(src, kernel)
+        scope, type_args = _kernel_scope(ctx, kernel)
         bounds = launch_bounds(function, scope)
         static = static_shared_bytes(function, scope, type_args)
     shared = static + dynamic if static is not None else None

@@ -1,4 +1,5 @@
-"""Two rules of the rewrite itself: what it may copy, and which functions it may change.
+"""Two rules of the rewrite itself: what it may copy, and which functions it may change; and the text an
+expression is copied as where the swizzle is declared (`splice_text`).
 
 - The spliced swizzle call repeats a tile count or a decode divisor, and where a local is declared after
   the insertion point, its initialiser (`num_pid_n` becomes `CDIV(N, BN)`).  That text runs once more, so
@@ -16,9 +17,11 @@ from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
-from swzc.analysis import _callee, function_name, functions, walk
-from swzc.analysis import text as node_text
 from swzc.evaluate import Macro, expression_of
+from swzc.records import Hazard
+from swzc.scope import _inside_loop_with
+from swzc.syntax import _callee, _line, _strip, declared_name, function_name, functions, text, walk
+from swzc.syntax import text as node_text
 
 # Calls that compute a value from their arguments and nothing else.
 PURE_CALLS = frozenset({
@@ -135,3 +138,65 @@ def external_linkage(function: Node) -> bool:
             return False
         parent = parent.parent
     return True
+
+
+def splice_text(expr: Node, function: Node, insert_at: int, side_effect: Callable[[Node], str | None] = lambda _: None,
+                 label: str = "the divisor") -> tuple[str | None, Hazard | None]:
+    """`expr` written so that it is valid at `insert_at`: locals declared later are replaced by their
+    initialiser (when it is their only definition), recursively.  (None, None) when it cannot be written
+    there; (None, hazard) when the text it would copy has a side effect (`side_effect` says which): the
+    copy would run it again."""
+    body = function.child_by_field_name("body")
+    locals_: dict[str, list[Node]] = {}
+    writes: dict[str, list[Node]] = {}
+    for node in walk(body):
+        if node.type == "declaration":
+            for decl in node.children_by_field_name("declarator"):
+                locals_.setdefault(declared_name(decl), []).append(decl)
+        elif node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            writes.setdefault(text(_strip(target)) if target is not None else "", []).append(node)
+    found: list[Hazard] = []
+
+    def visible(decl: Node) -> bool:
+        """Declared in a block (or loop header) around `insert_at`, before it, and not changed from there on."""
+        statement = decl.parent
+        around = statement.parent if statement is not None else None
+        return (around is not None and statement.end_byte <= insert_at and around.start_byte <= insert_at < around.end_byte
+                and all(w.end_byte <= insert_at and not _inside_loop_with(w, insert_at, body) for w in writes.get(declared_name(decl), ())))
+
+    def render(expr: Node, depth: int, copied_from: str) -> str | None:
+        if depth > 6:
+            return None
+        effect = side_effect(expr)
+        if effect is not None:
+            where = "has a side effect" if not copied_from else f"would be copied from the initialiser of {copied_from}, which has a side effect"
+            found.append(Hazard(_line(expr), f"{label} {where} ({effect}, line {_line(expr)}): the swizzle call would "
+                                "run it again", "side-effect"))
+            return None
+        pieces: list[tuple[int, int, str]] = []
+        for node in walk(expr):
+            if node.type != "identifier" or node.parent is not None and node.parent.type == "call_expression" and node.parent.child_by_field_name("function") == node:
+                continue
+            name = text(node)
+            decls = locals_.get(name)
+            if not decls:
+                continue  # a parameter, template parameter, global or macro: visible everywhere in the body
+            decl = decls[0]
+            if len(decls) == 1 and visible(decl):
+                continue
+            value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            if len(decls) != 1 or name in writes or value is None or value.type in ("argument_list", "initializer_list"):
+                return None
+            inner = render(value, depth + 1, name)
+            if inner is None:
+                return None
+            whole = (node.start_byte, node.end_byte) == (expr.start_byte, expr.end_byte)
+            pieces.append((node.start_byte - expr.start_byte, node.end_byte - expr.start_byte, inner if whole else f"({inner})"))
+        out = text(expr)
+        for start, end, repl in sorted(pieces, reverse=True):
+            out = out[:start] + repl + out[end:]
+        return " ".join(out.split())
+
+    rendered = render(expr, 0, "")
+    return rendered, (found[0] if found else None)

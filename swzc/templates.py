@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from swzc import queries
-from swzc.analysis import Launch, Parameter, ancestors, declared_name, text, walk
+from swzc.records import Launch
+from swzc.syntax import Parameter, ancestors, declared_name, text, walk
 from swzc.evaluate import Budget, Scope, Value
 from swzc.source import SourceFile
 

@@ -22,19 +22,10 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from swzc.analysis import (
-    BlockUse,
-    Decode,
-    Hazard,
-    TileLoop,
-    _splice_text,
-    _strip,
-    declared_name,
-    local_scope,
-    parameter_list,
-    text,
-    walk,
-)
+from swzc.records import BlockUse, Decode, Hazard, TileLoop
+from swzc.scope import local_scope
+from swzc.splice_safety import splice_text
+from swzc.syntax import _strip, declared_name, parameter_list, text, walk
 from swzc.evaluate import Evaluator, Scope, expression_of
 
 VARIABLE = "swzc_tile"  # the swizzled tile index the rewrite declares (a fresh name where this one is taken)
@@ -105,7 +96,7 @@ def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], s
     insert_at, indent, inline = _insertion(m.body)
     reads = tuple((n.start_byte, n.end_byte) for n in walk(m.body) if _reads(n, m.var) and in_body(n))
     count_text = " ".join(text(m.count).split())
-    count_splice, effect = _splice_text(m.count, function, insert_at, side_effect, f"the tile count {count_text!r}")
+    count_splice, effect = splice_text(m.count, function, insert_at, side_effect, f"the tile count {count_text!r}")
     hazards += [effect] if effect else []
     notes: list[str] = []
     decode = None
@@ -115,7 +106,7 @@ def find(function: Node, uses: Sequence[BlockUse], grid_reads: Sequence[Node], s
     if divisor is not None:
         divisor_text = " ".join(text(divisor).split())
         hazards += _varies(divisor, function, m, f"the decode divisor {divisor_text!r}")
-        splice, effect = _splice_text(divisor, function, insert_at, side_effect, f"the decode divisor {divisor_text!r}")
+        splice, effect = splice_text(divisor, function, insert_at, side_effect, f"the decode divisor {divisor_text!r}")
         hazards += [effect] if effect else []
         decode = Decode(divisor_text, splice, tuple(lines))
     loop = TileLoop(m.var, _line(m.loop), m.loop.start_byte, m.loop.end_byte, m.body.start_byte, m.body.end_byte,

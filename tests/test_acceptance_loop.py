@@ -9,6 +9,7 @@ from swzc.bench import Attempt, KernelBench
 from swzc.errors import SwzcError
 from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 FILE = b"""\
 #define TILE 16
@@ -52,7 +53,7 @@ def measured(monkeypatch):
     slower: set[str] = set()
 
     class Bencher:
-        def __init__(self, src, analysis, index, rewrite, hw, spec_file=None, rounds=30, progress=None, program=None):
+        def __init__(self, ctx, analysis, index, rewrite, hw, spec_file=None, rounds=30, progress=None, program=None, flags=()):
             self.kernel = analysis.kernels[index]
             self.rewrite = rewrite
             self.attempts = []
@@ -82,7 +83,7 @@ def measured(monkeypatch):
 def run(options_changes=None, kernels=None):
     src = load_bytes("k.cu", FILE)
     options = Options(hw=load_hw("h200"), compile=False, bench=True, **(options_changes or {}))
-    return rewrite_benchmarked(src, analyze(src), options, kernels)
+    return rewrite_benchmarked(FileContext(src), analyze(FileContext(src)), options, kernels)
 
 
 def outcomes(result):

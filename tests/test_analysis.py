@@ -5,10 +5,11 @@ import pytest
 from swzc.analysis import analyze
 from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 
 def kernels(code: str, **bindings):
-    return {k.name: k for k in analyze(load_bytes("t.cu", code.encode()), bindings).kernels}
+    return {k.name: k for k in analyze(FileContext(load_bytes("t.cu", code.encode())), bindings).kernels}
 
 
 def test_an_element_grid_stride_loop_is_a_plain_1d_kernel():
@@ -79,7 +80,7 @@ def test_hip_launch_and_helper_reads():
 __device__ int row() { return hipBlockIdx_y * 16 + hipThreadIdx_y; }
 __global__ void k(float* c, int n) { c[row() * n + hipBlockIdx_x] = 0; }
 int main() { hipLaunchKernelGGL(HIP_KERNEL_NAME(k), dim3(8, 9), dim3(16, 16), 0, 0, nullptr, 8); }"""
-    analysis = analyze(load_bytes("t.hip", code.encode()))
+    analysis = analyze(FileContext(load_bytes("t.hip", code.encode())))
     (k,) = analysis.kernels
     assert analysis.dialect == "hip" and k.helpers == ("row",) and k.spelling == "hip"
     assert k.launches[0].api == "hipLaunchKernelGGL" and k.launches[0].grid == (8, 9, 1)
@@ -88,7 +89,7 @@ int main() { hipLaunchKernelGGL(HIP_KERNEL_NAME(k), dim3(8, 9), dim3(16, 16), 0,
 def test_crlf_files_stay_crlf():
     code = "__global__ void k(float* c) {\r\n  c[blockIdx.y * 64 + blockIdx.x] = 0;\r\n}\r\n"
     src = load_bytes("t.cu", code.encode())
-    result = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
+    result = rewrite_source(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
     assert result.changed
     assert result.new.count(b"\n") == result.new.count(b"\r\n")
 
@@ -121,7 +122,7 @@ int main() {
 }
 """
     src = load_bytes("t.cu", code)
-    (kernel,) = analyze(src).kernels
+    (kernel,) = analyze(FileContext(src)).kernels
     assert [dict(la.type_args).get("T") for la in kernel.launches][:2] == ["real", "float"]
 
 
@@ -131,7 +132,7 @@ template <typename T>
 __global__ void scale(const T* in, T* out, int n) { out[blockIdx.x * n] = in[blockIdx.x * n] * 2; }
 int main() { double* a = 0; double* b = 0; scale<<<64, 32>>>(a, b, 8); return 0; }
 """
-    (kernel,) = analyze(load_bytes("t.cu", code)).kernels
+    (kernel,) = analyze(FileContext(load_bytes("t.cu", code))).kernels
     assert dict(kernel.launches[0].type_args) == {"T": "double"}
 
 
@@ -156,11 +157,11 @@ def test_braced_launch_sizes_are_read_as_dim3():
     expression's last value.  A brace after the launch (the `if` block) is left alone."""
     src = load_bytes("k.cu", BRACED.encode())
     assert src.errors == ()
-    (kernel,) = analyze(src).kernels
+    (kernel,) = analyze(FileContext(src)).kernels
     launches = [(la.grid_text, la.grid, la.block_text, la.block) for la in kernel.launches]
     assert launches == [("{256, 128}", (256, 128, 1), "{T, T, 1}", (16, 16, 1)),
                         ("{64}", (64, 1, 1), "dim3(T, T)", (16, 16, 1)),
                         ("dim3(8, 8)", (8, 8, 1), "256", (256, 1, 1))]
     # parentheses the file writes itself stay a comma expression: no size
-    (kernel,) = analyze(load_bytes("k.cu", BRACED.replace("{T, T, 1}", "(T, T, 1)").encode())).kernels
+    (kernel,) = analyze(FileContext(load_bytes("k.cu", BRACED.replace("{T, T, 1}", "(T, T, 1)").encode()))).kernels
     assert kernel.launches[0].block is None

@@ -11,15 +11,16 @@ from swzc.analysis import analyze
 from swzc.bench import Attempt, KernelBench, report_json, report_markdown
 from swzc.errors import SwzcError
 from swzc.harness import Buffer, Scalar, Timing, build, plan_launch
-from swzc.pipeline import Options, load_hw, rewrite_source
+from swzc.pipeline import RunPlan, Options, load_hw, rewrite_source
 from swzc.source import load, load_bytes
 from swzc.swizzles import parse_spec
+from swzc.context import FileContext
 
 
 def test_launch_plan_from_the_file():
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
-    (kernel,) = analyze(src).kernels
-    plan = plan_launch(src, kernel)
+    (kernel,) = analyze(FileContext(src)).kernels
+    plan = plan_launch(FileContext(src), kernel)
     assert (plan.kernel, plan.grid, plan.block) == ("gemm_naive", (256, 256, 1), (16, 16, 1))
     assert plan.params == (Buffer("A", "float", 4096 * 4096, "in"), Buffer("B", "float", 4096 * 4096, "in"),
                            Buffer("C", "float", 4096 * 4096, "out"), Scalar("n", "int", 4096))
@@ -29,19 +30,19 @@ def test_launch_plan_asks_for_what_the_file_leaves_open():
     src = load_bytes("t.cu", b"""
 __global__ void k(float* x, const int* idx, int n) { x[idx[blockIdx.x]] += 1.0f; }
 int main(int argc, char** argv) { k<<<dim3(64, 2), 32>>>(0, 0, 128); }""")
-    (kernel,) = analyze(src).kernels
+    (kernel,) = analyze(FileContext(src)).kernels
     with pytest.raises(SwzcError, match="size of buffer x"):
-        plan_launch(src, kernel)
-    plan = plan_launch(src, kernel, {"args": {"x": {"count": 128}, "idx": {"count": 64, "fill": "range:0:128"}}})
+        plan_launch(FileContext(src), kernel)
+    plan = plan_launch(FileContext(src), kernel, {"args": {"x": {"count": 128}, "idx": {"count": 64, "fill": "range:0:128"}}})
     assert plan.params[1] == Buffer("idx", "int", 64, "in", "range:0:128")
 
 
 @needs_nvcc
 def test_generated_harness_compiles(tmp_path):
     src = load(str(ROOT / "examples" / "decoded_gemm.cu"))
-    analysis = analyze(src, {"n": 1000})
-    plan = plan_launch(src, analysis.kernels[0], {"args": {"n": {"value": 1000}}})
-    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:4")}, compile=False)).new
+    analysis = analyze(FileContext(src), {"n": 1000})
+    plan = plan_launch(FileContext(src), analysis.kernels[0], {"args": {"n": {"value": 1000}}})
+    new = rewrite_source(FileContext(src), analysis, Options(hw=load_hw("h200"), compile=False), RunPlan(only={0: parse_spec("grouped:4")})).new
     built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(ROOT / "examples"), tmp_path)
     assert built.harness.exists() and built.a.exists() and built.b.exists()
 
@@ -201,7 +202,7 @@ def test_hip_source_gets_a_hip_launcher_and_harness():
     from swzc.harness import harness_source, in_dialect, launcher
 
     src = load(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"))
-    plan = plan_launch(src, analyze(src).kernels[0])
+    plan = plan_launch(FileContext(src), analyze(FileContext(src)).kernels[0])
     text = harness_source(plan, 60 << 20, "hip")
     assert "#include <hip/hip_runtime.h>" in text and "hipEventElapsedTime" in text and "hipMalloc" in text
     assert "hipDeviceGetAttribute(&device_l2, hipDeviceAttributeL2CacheSize, device)" in text
@@ -400,9 +401,9 @@ def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),),
 
     monkeypatch.setattr(bench, "build", fake_build)
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     formulas = [(parse_spec(name), rate) for name, rate in candidates]
-    result = bench.bench_kernel(src, analysis, 0, lambda spec: src.data, formulas, load_hw("h200"), rounds=3)
+    result = bench.bench_kernel(FileContext(src), analysis, 0, lambda spec: src.data, formulas, load_hw("h200"), rounds=3)
     return result, folders
 
 
@@ -502,8 +503,8 @@ def _plan(file: str, kernel: str):
     from swzc.harness import load_spec
 
     src = load(str(KERNELS / file))
-    found = next(k for k in analyze(src).kernels if k.name == kernel)
-    return plan_launch(src, found, load_spec(KERNEL_SPEC, kernel))
+    found = next(k for k in analyze(FileContext(src)).kernels if k.name == kernel)
+    return plan_launch(FileContext(src), found, load_spec(KERNEL_SPEC, kernel))
 
 
 @pytest.mark.parametrize("file,kernel,launched,types", [
@@ -554,9 +555,9 @@ int main() { k<<<dim3(4, 4), dim3(16, 16)>>>(0, 0, 0, 2.0, 64); }
 
 def test_parameter_types_behind_aliases_and_macros():
     src = load_bytes("aliased.cu", ALIASED)
-    (kernel,) = analyze(src).kernels
+    (kernel,) = analyze(FileContext(src)).kernels
     spec = {"args": {name: {"count": 4096} for name in ("a", "b", "c")}}
-    plan = plan_launch(src, kernel, spec)
+    plan = plan_launch(FileContext(src), kernel, spec)
     assert [(p.name, p.ctype) for p in plan.params] == [("a", "__nv_bfloat16"), ("b", "float"), ("c", "double"),
                                                         ("s", "double"), ("n", "int")]
 
@@ -588,9 +589,9 @@ int main() {
 
 def _template_plan(kernel: str, spec: dict | None = None):
     src = load_bytes("templates.cu", TEMPLATES)
-    found = next(k for k in analyze(src).kernels if k.name == kernel)
+    found = next(k for k in analyze(FileContext(src)).kernels if k.name == kernel)
     sized = {"args": {"x": {"count": 4096}, "in": {"count": 4096}, "out": {"count": 4096}}, **(spec or {})}
-    return plan_launch(src, found, sized)
+    return plan_launch(FileContext(src), found, sized)
 
 
 def test_template_arguments_from_the_launch_defaults_and_deduction():
@@ -615,10 +616,10 @@ def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
     """A HIP source on an NVIDIA GPU, with hip_bfloat16 buffers and scalar and a template instantiated at the
     launch: the variants, the HIP launcher and the HIP harness all compile with nvcc."""
     src = load(str(KERNELS / "blend_bf16.hip"))
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     index = next(i for i, k in enumerate(analysis.kernels) if k.name == "blend")
     plan = _plan("blend_bf16.hip", "blend")
-    new = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={index: parse_spec("grouped:4")}, compile=False)).new
+    new = rewrite_source(FileContext(src), analysis, Options(hw=load_hw("h200"), compile=False), RunPlan(only={index: parse_spec("grouped:4")})).new
     built = build(src.path, src.data, new, plan, "sm_90", 60 << 20, str(KERNELS), tmp_path, dialect="hip")
     assert built.harness.exists() and built.a.exists() and built.b.exists() and built.kernel == "blend"
     assert "hipLaunchKernel((const void*)&blend<hip_bfloat16, 16>" in (tmp_path / "blend_bf16.b.cu").read_text()
@@ -630,10 +631,10 @@ def test_hip_harness_builds_with_nvcc_through_the_compat_header(tmp_path):
 
 def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
     src = load(str(KERNELS / file))
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     index = next(i for i, k in enumerate(analysis.kernels) if k.name == kernel)
     hw = load_hw("h200")
-    new = rewrite_source(src, analysis, Options(hw=hw, only={index: parse_spec(swizzle)}, compile=False)).new
+    new = rewrite_source(FileContext(src), analysis, Options(hw=hw, compile=False), RunPlan(only={index: parse_spec(swizzle)})).new
     assert new != src.data
     if damage is not None:
         new = damage(new)

@@ -12,6 +12,7 @@ from swzc.prove import prove
 from swzc.rank import Ranking, rank
 from swzc.source import load_bytes
 from swzc.swizzles import CustomSwizzle, cxx_library, parse_spec
+from swzc.context import FileContext
 
 # Triton's GROUP_M order, written as a model would: G rows per group, columns walked inside the group.
 GROUPED_8 = GROUPED_8_BODY
@@ -121,10 +122,10 @@ def test_a_custom_formula_is_spliced_once_with_its_helpers_and_an_identity_is_re
 
 def test_the_l2_model_ranks_a_custom_formula_like_the_built_in_it_equals():
     src = load_bytes("g.cu", GEMM.encode())
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     kernel = analysis.kernels[0]
     formula = custom("grouped-8", GROUPED_8)
-    ranking = rank(src, kernel, block_swizzle_hw(), {}, [parse_spec("identity"), parse_spec("grouped:8"), formula])
+    ranking = rank(FileContext(src), kernel, block_swizzle_hw(), {}, [parse_spec("identity"), parse_spec("grouped:8"), formula])
     assert isinstance(ranking, Ranking)
     rates = {p.candidate: p.l2_hit_rate for p in ranking.predictions}
     assert rates[formula.name] == pytest.approx(rates["grouped:8"]) and rates[formula.name] > rates["identity"] + 5
@@ -132,9 +133,9 @@ def test_the_l2_model_ranks_a_custom_formula_like_the_built_in_it_equals():
 
 def test_vetting_rejects_an_identity_and_a_collision_and_predicts_a_permutation():
     src = load_bytes("g.cu", GEMM.encode())
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     hw = block_swizzle_hw()
-    task = KernelTask(src, analysis, 0, hw, rank(src, analysis.kernels[0], hw, {}))
+    task = KernelTask(FileContext(src), analysis, 0, hw, rank(FileContext(src), analysis.kernels[0], hw, {}))
     same = vet(task, Proposed("llm", custom("same", "return block;")))
     assert same.status == "rejected" and "the identity on 256x256x1" in same.detail
     bad = vet(task, Proposed("llm", custom("bad", GROUPED_8_NO_CLAMP.replace("8u", "3u"))))
@@ -153,19 +154,19 @@ def test_a_custom_formula_is_predicted_with_the_residency_the_family_was_ranked_
     from swzc.proposers import predict
 
     src = load_bytes("g.cu", GEMM.encode())
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     hw = block_swizzle_hw()
-    family = rank(src, analysis.kernels[0], hw, {})
+    family = rank(FileContext(src), analysis.kernels[0], hw, {})
     assert isinstance(family, Ranking) and family.residency is not None and family.residency.blocks_per_cu == 8
     one = dataclasses.replace(family.residency, blocks_per_cu=1, source="given")
-    fewer = rank(src, analysis.kernels[0], hw, {}, running=one)
+    fewer = rank(FileContext(src), analysis.kernels[0], hw, {}, running=one)
     assert isinstance(fewer, Ranking) and fewer.identity.l2_hit_rate != family.identity.l2_hit_rate
     formula = custom("mirror", "return make_uint3(grid.x - 1u - block.x, block.y, 0u);")  # shares like identity
-    rate, _ = predict(KernelTask(src, analysis, 0, hw, fewer), formula)
-    alone = rank(src, analysis.kernels[0], hw, {}, [parse_spec("identity"), formula], running=one)
+    rate, _ = predict(KernelTask(FileContext(src), analysis, 0, hw, fewer), formula)
+    alone = rank(FileContext(src), analysis.kernels[0], hw, {}, [parse_spec("identity"), formula], running=one)
     assert isinstance(alone, Ranking)
     assert rate == next(p.l2_hit_rate for p in alone.predictions if p.candidate == formula.name)
-    default = rank(src, analysis.kernels[0], hw, {}, [parse_spec("identity"), formula])
+    default = rank(FileContext(src), analysis.kernels[0], hw, {}, [parse_spec("identity"), formula])
     assert isinstance(default, Ranking) and rate != next(p.l2_hit_rate for p in default.predictions if p.candidate == formula.name)
 
 

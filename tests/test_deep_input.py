@@ -21,6 +21,7 @@ from swzc import analysis, observe, residency, source, splice_safety
 from swzc import compile as compiling
 from swzc import hw as hwmodels
 from swzc.cli import main
+from swzc.context import FileContext
 from swzc.preprocess import Preprocessed, Spans
 
 LIMIT = source.MAX_NESTING
@@ -271,17 +272,20 @@ def test_a_kernel_symbol_nested_past_what_is_read_still_gives_its_name():
     assert observe._demangle("_Z4gemmIfLi8EEvPT_") == ("gemm", ("float", "8"))
 
 
-def test_a_file_of_many_kernels_is_hashed_once_for_its_compile(monkeypatch):
-    """Each kernel asks for the compiler's figures with the file's bytes: hashed once, not once per kernel."""
-    hashed = []
+def test_a_file_of_many_kernels_is_compiled_once_and_never_hashed(monkeypatch):
+    """Each kernel asks for the compiler's figures: the file's context compiles it once for all of them, and
+    keeps the answer by target and flags, without hashing the file's bytes once per kernel."""
+    hashed, compiled = [], []
     real = hashlib.sha256
     monkeypatch.setattr(hashlib, "sha256", lambda data=b"": hashed.append(len(data)) or real(data))
     monkeypatch.setattr(compiling, "compiler", lambda dialect: "nvcc")
-    monkeypatch.setattr(compiling, "compile_copy", lambda *args: (0, "", ""))
-    data, model = b"// many kernels\n" * 1000, hwmodels.load("h200")
-    for _ in range(100):
-        residency.resource_usage("k.cu", data, "cuda", model)
-    assert hashed == [len(data)]
+    monkeypatch.setattr(compiling, "compile_copy", lambda *args: compiled.append(args) or (0, "", ""))
+    data = b"".join(b"__global__ void k%d(float* a) { a[blockIdx.x] = 0; }\n" % i for i in range(100))
+    ctx = FileContext(source.load_bytes("k.cu", data))
+    model = hwmodels.load("h200")
+    for kernel in analysis.analyze(ctx).kernels:
+        residency.residency(ctx, kernel, model, 256)
+    assert len(compiled) == 1 and not [n for n in hashed if n >= len(data)]
 
 
 # ---- the grid's size costs nothing ---------------------------------------------------------------------------

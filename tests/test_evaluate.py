@@ -12,13 +12,14 @@ import pytest
 from swzc.analysis import analyze
 from swzc.evaluate import Evaluator, Macro, Scope, c_int, expression_of, number
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 KERNEL = "__global__ void k(float* p) { p[blockIdx.x] = 0.f; }\n"
 
 
 def _analysis(host: str, prelude: str = "", user=None):
     src = f"{prelude}\n{KERNEL}int main(int argc, char** argv) {{\n  {host}\n  return 0;\n}}\n"
-    return analyze(load_bytes("t.cu", src.encode()), user or {})
+    return analyze(FileContext(load_bytes("t.cu", src.encode())), user or {})
 
 
 def grid(host: str, prelude: str = "", user=None):
@@ -300,7 +301,7 @@ int main() {
   return 0;
 }
 """
-    (kernel,) = analyze(load_bytes("d.cu", src)).kernels
+    (kernel,) = analyze(FileContext(load_bytes("d.cu", src))).kernels
     assert kernel.decode is not None and kernel.decode.divisor == "tiles_n"
     assert [(la.grid, la.divisor) for la in kernel.launches] == [((128, 1, 1), 8), ((8, 1, 1), 2)]
     assert kernel.shapes == ((128, 1, 1, 8), (8, 1, 1, 2))

@@ -13,23 +13,26 @@ from support import ROOT, has_gpu
 
 from swzc import footprint as fpmod
 from swzc import hw as hwmodels
-from swzc.analysis import Decode, TileLoop, analyze, walk
+from swzc.analysis import analyze
+from swzc.records import Decode, TileLoop
+from swzc.syntax import walk
 from swzc.cli import main
 from swzc.footprint import Footprint, UnknownAccess, footprint
 from swzc.rank import Ranking, rank
 from swzc.source import load, load_bytes
+from swzc.context import FileContext
 
 SUITE = ROOT / "bench" / "suite" / "kernels"
 
 
 def kernel_of(code: str, name: str | None = None):
     src = load_bytes("t.cu", code.encode())
-    return src, next(k for k in analyze(src).kernels if name is None or k.name == name)
+    return src, next(k for k in analyze(FileContext(src)).kernels if name is None or k.name == name)
 
 
 def fp_of(code: str, name: str | None = None) -> Footprint:
     src, kernel = kernel_of(code, name)
-    fp = footprint(src, kernel)
+    fp = footprint(FileContext(src), kernel)
     assert not isinstance(fp, str), fp
     return fp
 
@@ -354,7 +357,7 @@ def test_an_element_type_swzc_cannot_see_is_named_with_the_set_that_gives_it():
     assert [u.why for u in fp.unknown] == [
         "the size of cufftComplex is not known (a type swzc cannot see: give it with --set cufftComplex=TYPE, e.g. float2)"]
     src, kernel = kernel_of(one_kernel("C[threadIdx.x] = A[threadIdx.x].x;", params="const cufftComplex* A, float* C"))
-    given = footprint(src, kernel, user={"cufftComplex": "float2"})
+    given = footprint(FileContext(src), kernel, user={"cufftComplex": "float2"})
     assert given.unknown == () and only(given, "A").sectors.tolist() == [0, 1]  # 8 threads, 8 bytes each
 
 
@@ -622,7 +625,7 @@ __global__ void gather(const float* x, const int* idx, float* y) {
   y[i] = x[idx[i]];
 }
 int main() { gather<<<dim3(64, 64), 64>>>(0, 0, 0); }""")
-    reason = rank(src, kernel, H200)
+    reason = rank(FileContext(src), kernel, H200)
     assert isinstance(reason, str) and "cannot follow" in reason and "line 4: x:" in reason
 
 
@@ -630,7 +633,7 @@ def test_a_kernel_that_only_writes_has_no_data_to_share():
     src, kernel = kernel_of("""
 __global__ void fill(float* y) { y[(blockIdx.y * 64 + blockIdx.x) * 64 + threadIdx.x] = 1.0f; }
 int main() { fill<<<dim3(64, 64), 64>>>(0); }""")
-    reason = rank(src, kernel, H200)
+    reason = rank(FileContext(src), kernel, H200)
     assert isinstance(reason, str) and reason.startswith("no data to share")
 
 
@@ -644,7 +647,7 @@ __global__ void scatter(const float* x, const int* idx, float* y) {
   y[idx[r * N + c]] = s;
 }
 int main() { scatter<<<dim3(128, 128), dim3(16, 16)>>>(0, 0, 0); }""")
-    ranking = rank(src, kernel, H200)
+    ranking = rank(FileContext(src), kernel, H200)
     assert isinstance(ranking, Ranking) and "writes not modelled: line 7: y:" in ranking.reason
     assert ranking.footprint.unknown == (UnknownAccess(7, "y", "write", ranking.footprint.unknown[0].why),)
 
@@ -681,15 +684,16 @@ def with_tile_loop(code: str, tiles: int, divisor: int | None):
 
 def test_without_the_tile_loop_the_decode_of_the_loop_variable_is_unknown():
     src, kernel = kernel_of(PERSISTENT)
-    fp = footprint(src, dataclasses.replace(kernel, tile_loop=None))
+    fp = footprint(FileContext(src), dataclasses.replace(kernel, tile_loop=None))
     assert {(u.array, u.mode) for u in fp.unknown} == {("A", "read"), ("C", "write")}
 
 
 def test_the_analysis_finds_the_tile_loop_the_footprint_models():
     src, kernel = kernel_of(PERSISTENT)
     assert kernel.tile_loop is not None and kernel.launches[0].tiles == 32 and kernel.launches[0].divisor == 4
-    by_hand = footprint(*with_tile_loop(PERSISTENT, 32, 4))
-    found = footprint(src, kernel)
+    src_by_hand, kernel_by_hand = with_tile_loop(PERSISTENT, 32, 4)
+    by_hand = footprint(FileContext(src_by_hand), kernel_by_hand)
+    found = footprint(FileContext(src), kernel)
     assert (found.grid, found.tiles, found.adapter, found.divisor) == (by_hand.grid, by_hand.tiles, by_hand.adapter, by_hand.divisor)
     assert [(a.array, a.block_bytes, a.sectors.tolist()) for a in found.accesses] == \
         [(a.array, a.block_bytes, a.sectors.tolist()) for a in by_hand.accesses]
@@ -697,7 +701,7 @@ def test_the_analysis_finds_the_tile_loop_the_footprint_models():
 
 def test_a_tile_loop_footprint_is_one_tile():
     src, kernel = with_tile_loop(PERSISTENT, 32, 4)
-    fp = footprint(src, kernel)
+    fp = footprint(FileContext(src), kernel)
     assert not isinstance(fp, str)
     assert (fp.grid, fp.tiles, fp.adapter, fp.divisor) == ((32, 1, 1), (8, 4, 1), "1d", 4)
     a = only(fp, "A")
@@ -705,13 +709,13 @@ def test_a_tile_loop_footprint_is_one_tile():
     assert a.sectors.tolist() == sectors([(y * 256 + x) * 4 for y in range(32) for x in range(64)], 4)
     assert [x.array for x in fp.accesses if not x.write] == ["A"]  # B is read once per block, before the loop
     assert fp.unknown == ()
-    ranking = rank(src, kernel, H200)
+    ranking = rank(FileContext(src), kernel, H200)
     assert isinstance(ranking, Ranking) and len(ranking.predictions) > 1
 
 
 def test_a_tile_loop_without_a_decode_is_linear():
     src, kernel = with_tile_loop(PERSISTENT.replace("tile / TN", "0").replace("tile % TN", "tile"), 32, None)
-    fp = footprint(src, kernel)
+    fp = footprint(FileContext(src), kernel)
     assert (fp.grid, fp.tiles, fp.adapter) == ((32, 1, 1), (1, 32, 1), "linear")
     assert only(fp, "A").block_bytes == (0, 256, 0)
 
@@ -719,12 +723,12 @@ def test_a_tile_loop_without_a_decode_is_linear():
 def test_a_tile_loop_whose_tile_count_is_unknown():
     src, kernel = with_tile_loop(PERSISTENT, 32, 4)
     kernel = dataclasses.replace(kernel, launches=(dataclasses.replace(kernel.launches[0], tiles=None),))
-    assert "tile count" in footprint(src, kernel)
+    assert "tile count" in footprint(FileContext(src), kernel)
 
 
 def test_block_index_inside_a_tile_loop_is_unknown():
     src, kernel = with_tile_loop(PERSISTENT.replace("tn * 64 + threadIdx.x] + bias", "tn * 64 + blockIdx.y] + bias"), 32, 4)
-    fp = footprint(src, kernel)
+    fp = footprint(FileContext(src), kernel)
     assert any(u.array == "A" and "block index inside the tile loop" in u.why for u in fp.unknown)
 
 
@@ -733,8 +737,8 @@ def test_block_index_inside_a_tile_loop_is_unknown():
 
 def test_bf16_wmma_gemm_is_followed_and_ranked():
     src = load(str(SUITE / "gemm_bf16_wmma.cu"))
-    (kernel,) = analyze(src).kernels
-    ranking = rank(src, kernel, H200)
+    (kernel,) = analyze(FileContext(src)).kernels
+    ranking = rank(FileContext(src), kernel, H200)
     assert isinstance(ranking, Ranking) and ranking.footprint.unknown == ()
     fp = ranking.footprint
     a, b, c = only(fp, "A"), only(fp, "B"), only(fp, "C", write=True)
@@ -746,8 +750,8 @@ def test_bf16_wmma_gemm_is_followed_and_ranked():
 
 def test_attention_decode_follows_k_and_v():
     src = load(str(SUITE / "attention_decode.cu"))
-    (kernel,) = analyze(src).kernels
-    ranking = rank(src, kernel, H200)
+    (kernel,) = analyze(FileContext(src)).kernels
+    ranking = rank(FileContext(src), kernel, H200)
     assert isinstance(ranking, Ranking) and ranking.footprint.unknown == ()
     for name in ("k", "v"):
         access = only(ranking.footprint, name)

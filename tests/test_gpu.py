@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from support import ROOT, has_gpu
 
 from swzc.cli import main
+from swzc.context import FileContext
 
 
 
@@ -51,16 +52,16 @@ def test_planted_wrong_swizzle_is_caught(tmp_path):
     """A rewrite that maps blocks to the wrong tiles (rows and columns swapped) must fail the output check."""
     from swzc.analysis import analyze
     from swzc.harness import build, plan_launch, run_harness
-    from swzc.pipeline import Options, load_hw, rewrite_source
+    from swzc.pipeline import RunPlan, Options, load_hw, rewrite_source
     from swzc.source import load
     from swzc.swizzles import parse_spec
 
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
-    analysis = analyze(src)
-    good = rewrite_source(src, analysis, Options(hw=load_hw("h200"), only={0: parse_spec("grouped:8")}, compile=False)).new
+    analysis = analyze(FileContext(src))
+    good = rewrite_source(FileContext(src), analysis, Options(hw=load_hw("h200"), compile=False), RunPlan(only={0: parse_spec("grouped:8")})).new
     wrong = good.replace(b"swzc_block.y * TILE + threadIdx.y", b"swzc_block.x * TILE + threadIdx.y", 1)
     assert wrong != good
-    plan = plan_launch(src, analysis.kernels[0])
+    plan = plan_launch(FileContext(src), analysis.kernels[0])
     built = build(src.path, src.data, wrong, plan, "sm_90", 60 << 20, str(ROOT / "examples"), tmp_path)
     result = run_harness(built, rounds=5)
     assert not result.correct and "buffer" in result.detail

@@ -11,6 +11,7 @@ from swzc.errors import SwzcError
 from swzc.footprint import Access, Footprint
 from swzc.harness import Buffer, Build, LaunchPlan, Scalar, _buffer_shape, _json_lines, fill_parts, harness_source, plan_launch, run_harness
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 PLAN = LaunchPlan("k<float, 4>", (64, 32, 2), (16, 8, 1), 1024, (
     Buffer("a", "float4", 100, "in", "range:-5:7"),
@@ -123,7 +124,7 @@ __global__ void k(const float* in, float* out, double* acc, int n) {
   acc[i] += in[i];
 }
 int main() { k<<<16, 256>>>(0, 0, 0, 4096); }""")
-    plan = plan_launch(src, analyze(src).kernels[0])
+    plan = plan_launch(FileContext(src), analyze(FileContext(src)).kernels[0])
     assert plan.params == (Buffer("in", "float", 4104, "in"), Buffer("out", "float", 4096, "out"),
                            Buffer("acc", "double", 4096, "inout"), Scalar("n", "int", 4096))
 

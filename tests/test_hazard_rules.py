@@ -7,15 +7,16 @@ import pytest
 from swzc.analysis import analyze
 from swzc.passes import block_swizzle
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 
 def hazards(code: str, kernel: str = "k") -> list:
-    analysis = analyze(load_bytes("k.cu", code.encode()))
+    analysis = analyze(FileContext(load_bytes("k.cu", code.encode())))
     return list(next(k for k in analysis.kernels if k.name == kernel).hazards)
 
 
 def refusal(code: str, kernel: str = "k"):
-    analysis = analyze(load_bytes("k.cu", code.encode()))
+    analysis = analyze(FileContext(load_bytes("k.cu", code.encode())))
     index = next(i for i, k in enumerate(analysis.kernels) if k.name == kernel)
     return block_swizzle.refusal(analysis, index)
 
@@ -133,7 +134,7 @@ def test_a_cooperative_hip_launch_refuses_the_kernel():
     code = COOPERATIVE.replace("LAUNCH", "hipLaunchCooperativeKernel((void*)k, dim3(256, 256), dim3(16, 16), args, 0, 0)")
     src = load_bytes("k.hip", code.replace("blockIdx", "hipBlockIdx").replace("threadIdx.", "hipThreadIdx_")
                      .replace("hipBlockIdx.", "hipBlockIdx_").encode())
-    (k,) = analyze(src).kernels
+    (k,) = analyze(FileContext(src)).kernels
     assert [h.rule for h in k.hazards] == ["cooperative-launch"]
 
 
@@ -272,7 +273,7 @@ def test_a_hazard_in_the_kernel_body_names_no_helper():
 ])
 def test_thread_block_clusters_refuse_the_kernel(head):
     code = "int before;\n" + kernel("").replace("__global__ void k", head)
-    analysis = analyze(load_bytes("k.cu", code.encode()))
+    analysis = analyze(FileContext(load_bytes("k.cu", code.encode())))
     assert not load_bytes("k.cu", code.encode()).errors
     (k,) = analysis.kernels
     assert [h.rule for h in k.hazards] == ["cluster"] and k.hazards[0].line == 2
@@ -281,7 +282,7 @@ def test_thread_block_clusters_refuse_the_kernel(head):
 
 def test_a_kernel_after_a_cluster_kernel_is_not_taken_for_one():
     code = kernel("").replace("__global__ void k", "__global__ void __cluster_dims__(2, 1, 1) c") + kernel("")
-    analysis = analyze(load_bytes("k.cu", code.encode()))
+    analysis = analyze(FileContext(load_bytes("k.cu", code.encode())))
     assert {k.name: [h.rule for h in k.hazards] for k in analysis.kernels} == {"c": ["cluster"], "k": []}
 
 
@@ -308,7 +309,7 @@ def test_kernels_tree_sitter_cannot_parse_at_all_are_named_once_each_with_their_
     hidden = ("#ifdef WIDE\n__global__ void wide(float* a, int n) {\n#else\n__global__ void wide(float* a) {\n#endif\n"
               "  a[blockIdx.x] = 0.0f;\n}\n")
     code = "int x;\n" + hidden + hidden.replace("wide", "tall")
-    kernels = analyze(load_bytes("k.cu", code.encode())).kernels
+    kernels = analyze(FileContext(load_bytes("k.cu", code.encode()))).kernels
     assert [(k.name, k.line) for k in kernels] == [("wide", 3), ("tall", 10)]
     for k, at in zip(kernels, ("2:1", "9:1")):  # each at the part that holds it, not one error for the file
         (hazard,) = k.hazards
@@ -318,5 +319,5 @@ def test_kernels_tree_sitter_cannot_parse_at_all_are_named_once_each_with_their_
 
 def test_a_cluster_kernel_that_opens_the_file_is_refused():
     code = kernel("").replace("__global__ void k", "__cluster_dims__(2, 1, 1) __global__ void k")
-    (k,) = analyze(load_bytes("k.cu", code.encode())).kernels
+    (k,) = analyze(FileContext(load_bytes("k.cu", code.encode()))).kernels
     assert [h.rule for h in k.hazards] == ["cluster"] and k.hazards[0].line == 1

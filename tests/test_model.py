@@ -16,15 +16,16 @@ from swzc.l2model import L2Model
 from swzc.prove import dispatch_maps
 from swzc.source import load, load_bytes
 from swzc.swizzles import parse_spec
+from swzc.context import FileContext
 
 KERNELS = ROOT / "bench" / "l2" / "kernels"
 
 
 def fp_of(path_or_code, name=None):
     src = load(str(path_or_code)) if not isinstance(path_or_code, str) else load_bytes("t.cu", path_or_code.encode())
-    kernels = analyze(src).kernels
+    kernels = analyze(FileContext(src)).kernels
     kernel = next(k for k in kernels if name is None or k.name == name)
-    return footprint(src, kernel), kernel
+    return footprint(FileContext(src), kernel), kernel
 
 
 def test_naive_gemm_footprint():
@@ -273,8 +274,8 @@ def test_the_ranking_runs_the_model_with_the_kernels_residency():
     got = []
     for code in (text, heavy):
         src = load_bytes("g.cu", code.encode())
-        (kernel,) = analyze(src).kernels
-        got.append(rank(src, kernel, h200))
+        (kernel,) = analyze(FileContext(src)).kernels
+        got.append(rank(FileContext(src), kernel, h200))
     plain, fewer = got
     assert (plain.residency.blocks_per_cu, fewer.residency.blocks_per_cu) == (8, 5)
     assert fewer.residency.limit == "shared memory" and "compiler not used" in fewer.residency.source
@@ -424,9 +425,9 @@ def test_kernels_of_one_shape_rank_apart_when_only_one_stages_its_reads():
     from swzc.rank import rank
 
     src = load_bytes("twins.cu", TWINS.encode())
-    direct, staged = analyze(src).kernels
+    direct, staged = analyze(FileContext(src)).kernels
     h200 = hwmodels.load("h200")
-    first, second = rank(src, direct, h200), rank(src, staged, h200)
+    first, second = rank(FileContext(src), direct, h200), rank(FileContext(src), staged, h200)
     assert not first.footprint.staged and second.footprint.staged
     assert first.identity.merged == 0 < second.identity.merged
     assert second.identity.l2_hit_rate < first.identity.l2_hit_rate
@@ -438,8 +439,8 @@ def test_a_grid_modelled_over_its_first_blocks_reports_reads_and_merges_for_all_
     from swzc.rank import rank
 
     src = load_bytes("big.cu", TWINS.replace("dim3(256, 256)", "dim3(512, 512)").replace("4096", "8192").encode())
-    staged = analyze(src).kernels[1]
-    ranking = rank(src, staged, hwmodels.load("h200"))
+    staged = analyze(FileContext(src)).kernels[1]
+    ranking = rank(FileContext(src), staged, hwmodels.load("h200"))
     per_block = sum(a.sectors.size for a in ranking.footprint.accesses if not a.write)
     assert ranking.identity.reads == per_block * 512 * 512
     assert 0 < ranking.identity.merged < ranking.identity.reads
@@ -473,11 +474,11 @@ def test_the_built_in_proposer_offers_candidates_in_the_order_a_gpu_should_time_
     from swzc.rank import Ranking, rank
 
     src = load(str(ROOT / "bench" / "suite" / "kernels" / "gemm_bf16_wmma.cu"))
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     hw = hwmodels.load("h200")
-    ranking = rank(src, analysis.kernels[0], hw)
+    ranking = rank(FileContext(src), analysis.kernels[0], hw)
     assert isinstance(ranking, Ranking)
-    offered = [spec.name for spec, _ in BuiltinProposer().candidates(KernelTask(src, analysis, 0, hw, ranking, measured=True))]
+    offered = [spec.name for spec, _ in BuiltinProposer().candidates(KernelTask(FileContext(src), analysis, 0, hw, ranking, measured=True))]
     expected = [p.candidate for p in ranking.to_measure if p.candidate != "identity" and p.l2_hit_rate > ranking.identity.l2_hit_rate]
     assert offered == expected
     by_rate = [p.candidate for p in ranking.predictions if p.candidate in offered]

@@ -29,6 +29,7 @@ from swzc.observe import (
 )
 from swzc.program import ProgramBench
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 CUPTI = observe.cupti_location() if shutil.which("nvcc") else None
 needs_cupti = pytest.mark.skipif(CUPTI is None, reason="nvcc with CUPTI (cupti.h, libcupti.so) is not here")
@@ -127,7 +128,7 @@ def test_launches_matched_by_name_with_scalar_arguments_decoded():
            RawLaunch("_Z5scalePfif", (64, 64, 1), (16, 16, 1), 0, 9, (bytes(8), struct.pack("<i", 1024), struct.pack("<f", 0.5))),
            RawLaunch("_Z4tileIdLi64EEvPT_iS0_", (7, 5, 3), (32, 4, 1), 128, 1, (bytes(8), struct.pack("<i", 77), struct.pack("<d", -2.0))),
            RawLaunch("_Z5otherv", (1, 1, 1), (1, 1, 1), 0, 1)]
-    found = match_launches(src, raw, {"scale", "tile"})
+    found = match_launches(FileContext(src), raw, {"scale", "tile"})
     assert set(found) == {"scale", "tile"}
     assert found["scale"] == (ObservedLaunch((64, 64, 1), (16, 16, 1), 0, 9, (), (("n", 1024), ("alpha", 0.5))),
                               ObservedLaunch((128, 128, 1), (16, 16, 1), 0, 5, (), (("n", 2048), ("alpha", 0.5))))
@@ -138,17 +139,17 @@ def test_launches_matched_by_name_with_scalar_arguments_decoded():
 def test_observed_launches_feed_the_footprint():
     """N read from argv: the file fixes no grid, the observed launch does."""
     src = load_bytes("k.cu", KERNELS)
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     scale = next(k for k in analysis.kernels if k.name == "scale")
     assert scale.launches[0].grid is None
     run = ObservedRun("cupti", {"scale": (ObservedLaunch((128, 128, 1), (16, 16, 1), 0, 3, (), (("n", 2048), ("alpha", 0.5))),)})
-    (launch,) = observed_launches(src, scale, run)
+    (launch,) = observed_launches(FileContext(src), scale, run)
     assert launch.grid == (128, 128, 1) and launch.block == (16, 16, 1) and dict(launch.bindings)["n"] == 2048
     from dataclasses import replace
 
-    fp = footprint(src, replace(scale, launches=(launch,)), 0)
+    fp = footprint(FileContext(src), replace(scale, launches=(launch,)), 0)
     assert isinstance(fp, Footprint) and not fp.unknown
-    assert observed_launches(src, scale, ObservedRun("", {})) == ()
+    assert observed_launches(FileContext(src), scale, ObservedRun("", {})) == ()
 
 
 DECODED = b"""__global__ void tiles(float* c, int n) {
@@ -161,9 +162,9 @@ int main(int argc, char** argv) { int n = argc; tiles<<<(n / 32) * (n / 32), dim
 
 def test_observed_launches_evaluate_the_tile_decode():
     src = load_bytes("d.cu", DECODED)
-    (kernel,) = analyze(src).kernels
+    (kernel,) = analyze(FileContext(src)).kernels
     run = ObservedRun("cupti", {"tiles": (ObservedLaunch((4096, 1, 1), (32, 32, 1), 0, 1, (), (("n", 2048),)),)})
-    (launch,) = observed_launches(src, kernel, run)
+    (launch,) = observed_launches(FileContext(src), kernel, run)
     assert launch.divisor == 64
 
 
@@ -222,7 +223,7 @@ def scratch(tmp_path, monkeypatch):
 def test_observe_through_ncu(tmp_path, monkeypatch, scratch):
     _stand_in(tmp_path, monkeypatch, "ncu", FAKE_NCU, NCU_CSV.replace("_Z4gemmIfLi32EEvPKT_S2_PS0_i", "_Z5scalePfif"))
     path = _program(tmp_path)
-    run = observe_launches(str(path), path.read_bytes(), ProgramBench("sh run.sh"), {"scale"}, tool="ncu")
+    run = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench("sh run.sh"), {"scale"}, tool="ncu")
     assert run.ok and run.tool == "ncu" and "no argument values" in run.note
     assert run.launches["scale"] == (ObservedLaunch((128, 128, 1), (32, 8, 1), 8192, 2),)
     assert list(scratch.iterdir()) == [] and not (path.parent / "ran.txt").exists()  # it ran in a private copy
@@ -231,7 +232,7 @@ def test_observe_through_ncu(tmp_path, monkeypatch, scratch):
 def test_observe_through_rocprofv3(tmp_path, monkeypatch, scratch):
     _stand_in(tmp_path, monkeypatch, "rocprofv3", FAKE_ROCPROFV3, ROCPROF_TRACE.replace("gemm<float, 64>", "scale"))
     path = _program(tmp_path)
-    run = observe_launches(str(path), path.read_bytes(), ProgramBench("sh run.sh"), {"scale"}, tool="rocprofv3")
+    run = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench("sh run.sh"), {"scale"}, tool="rocprofv3")
     assert run.tool == "rocprofv3" and run.launches["scale"][0].grid == (256, 128, 1) and run.launches["scale"][0].count == 2
     assert list(scratch.iterdir()) == []
 
@@ -239,10 +240,10 @@ def test_observe_through_rocprofv3(tmp_path, monkeypatch, scratch):
 def test_a_failing_build_or_program_is_a_note_not_an_error(tmp_path, monkeypatch, scratch):
     _stand_in(tmp_path, monkeypatch, "ncu", FAKE_NCU, "")
     path = _program(tmp_path)
-    built = observe_launches(str(path), path.read_bytes(), ProgramBench("sh run.sh", "echo no compiler >&2; exit 2"), {"scale"},
+    built = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench("sh run.sh", "echo no compiler >&2; exit 2"), {"scale"},
                              tool="ncu")
     assert not built.ok and "build command exited with status 2" in built.note and "no compiler" in built.note
-    ran = observe_launches(str(path), path.read_bytes(), ProgramBench("echo oops >&2; exit 5"), {"scale"}, tool="ncu")
+    ran = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench("echo oops >&2; exit 5"), {"scale"}, tool="ncu")
     assert not ran.ok and "exited with status" in ran.note and ran.launches == {}
     assert list(scratch.iterdir()) == []
 
@@ -250,7 +251,7 @@ def test_a_failing_build_or_program_is_a_note_not_an_error(tmp_path, monkeypatch
 def test_no_interposer_is_said(monkeypatch):
     monkeypatch.setattr(observe, "cupti_location", lambda root=None: None)
     monkeypatch.setattr(observe.shutil, "which", lambda name: None)
-    run = observe_launches("k.cu", b"", ProgramBench("true"), {"k"})
+    run = observe_launches(FileContext(load_bytes("k.cu", b"")), ProgramBench("true"), {"k"})
     assert not run.ok and "neither CUPTI" in run.note
 
 
@@ -350,9 +351,30 @@ def test_observe_through_cupti_passes_the_library_and_reads_its_lines(tmp_path, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(observer_cache))
     path = _program(tmp_path)
     (path.parent / "fake.py").write_text(FAKE_INJECTED)
-    run = observe_launches(str(path), path.read_bytes(), ProgramBench("python3 fake.py 2048"), {"scale"}, tool="cupti")
+    run = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench("python3 fake.py 2048"), {"scale"}, tool="cupti")
     assert run.ok and run.note == ""
     assert run.launches["scale"] == (ObservedLaunch((128, 128, 1), (16, 16, 1), 0, 2, (), (("n", 2048), ("alpha", 0.5))),)
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("planted", ["mkfifo \"$SWZC_OBSERVE_OUT\"", "ln -s /dev/zero \"$SWZC_OBSERVE_OUT\"",
+                                     "head -c 70000000 /dev/zero | tr '\\0' x > \"$SWZC_OBSERVE_OUT\""])
+def test_what_the_program_leaves_where_the_observer_writes_is_read_within_bounds(tmp_path, monkeypatch, scratch, planted):
+    """The program under observation may leave a FIFO, a device or a huge file where the launches are written:
+    the run ends with a note saying why no launch was read, without waiting on a writer or reading without end."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def stand_in_library():
+        library = tmp_path / "observer.so"
+        library.write_bytes(b"")
+        yield library
+
+    monkeypatch.setattr(observe, "observer_library", stand_in_library)
+    path = _program(tmp_path)
+    run = observe_launches(FileContext(load_bytes(str(path), path.read_bytes())), ProgramBench(planted), {"scale"}, tool="cupti")
+    assert not run.ok and "launches.jsonl" in run.note
+    assert any(words in run.note for words in ("a FIFO", "a character device", "more than the limit"))
     assert list(scratch.iterdir()) == []
 
 
@@ -396,7 +418,7 @@ def test_observe_a_real_program_on_the_gpu(tmp_path):
     folder.mkdir()
     (folder / "prog.cu").write_bytes(GPU_PROGRAM)
     bench = ProgramBench("./prog 1024", "nvcc -O2 -arch=sm_90 -o prog {file}")
-    run = observe_launches(str(folder / "prog.cu"), GPU_PROGRAM, bench, {"scale", "tiled_copy"})
+    run = observe_launches(FileContext(load_bytes(str(folder / "prog.cu"), GPU_PROGRAM)), bench, {"scale", "tiled_copy"})
     assert run.ok, run.note
     (scale,) = run.launches["scale"]
     assert (scale.grid, scale.block, scale.count) == ((64, 64, 1), (16, 16, 1), 3)

@@ -8,6 +8,7 @@ from swzc.observe import ObservedLaunch, ObservedRun
 from swzc.program import ProgramBench
 from swzc.rank import Ranking
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 RUNTIME = b"""\
 #include <cstdlib>
@@ -29,21 +30,21 @@ int main(int argc, char** argv) {
 
 def test_observed_launches_make_a_runtime_kernel_rankable(monkeypatch):
     src = load_bytes("prog.cu", RUNTIME)
-    analysis = analyze(src)
-    assert isinstance(pipeline.rank_kernels(src, analysis, pipeline.load_hw("h200"), {})[0], str)  # not ranked from the file
+    analysis = analyze(FileContext(src))
+    assert isinstance(pipeline.rank_kernels(FileContext(src), analysis, pipeline.load_hw("h200"), {})[0], str)  # not ranked from the file
     seen = ObservedRun("cupti", {"gemm": (ObservedLaunch((256, 256, 1), (16, 16, 1), 0, 3, (), (("n", 4096),)),)})
     monkeypatch.setattr(pipeline, "observe_launches", lambda *args, **kw: seen)
-    observed, notes = pipeline.with_observed_launches(src, analysis, ProgramBench("./prog 4096"))
+    observed, notes = pipeline.with_observed_launches(FileContext(src), analysis, ProgramBench("./prog 4096"))
     (launch,) = observed.kernels[0].launches
     assert launch.grid == (256, 256, 1) and dict(launch.bindings)["n"] == 4096
     assert "grid 256x256x1" in notes[0]
-    ranking = pipeline.rank_kernels(src, observed, pipeline.load_hw("h200"), {})[0]
+    ranking = pipeline.rank_kernels(FileContext(src), observed, pipeline.load_hw("h200"), {})[0]
     assert isinstance(ranking, Ranking) and ranking.chosen is not None
 
 
 def test_nothing_observed_keeps_the_file_and_says_why(monkeypatch):
     src = load_bytes("prog.cu", RUNTIME)
-    analysis = analyze(src)
+    analysis = analyze(FileContext(src))
     monkeypatch.setattr(pipeline, "observe_launches", lambda *args, **kw: ObservedRun("", {}, "no ncu or CUPTI here"))
-    same, notes = pipeline.with_observed_launches(src, analysis, ProgramBench("./prog 4096"))
+    same, notes = pipeline.with_observed_launches(FileContext(src), analysis, ProgramBench("./prog 4096"))
     assert same is analysis and "no ncu or CUPTI here" in notes[0]

@@ -16,6 +16,7 @@ from swzc.analysis import analyze
 from swzc.prove import dispatch_maps
 from swzc.source import load_bytes
 from swzc.swizzles import parse_spec
+from swzc.context import FileContext
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -282,5 +283,5 @@ def test_the_waves_follow_the_kernels_residency_where_the_ranking_has_one(work):
     result = invoke("show", "heavy.cu", "-o", "order.png")
     assert result.exit_code == 0, result.output
     src = load_bytes("heavy.cu", heavy)
-    drawn = picture.kernel_picture(src, analyze(src), H200, {})
+    drawn = picture.kernel_picture(FileContext(src), analyze(FileContext(src)), H200, {})
     assert "660 blocks resident at once (132 SMs × 5 blocks, bound by shared memory: default:" in drawn.picture.caption

@@ -12,6 +12,7 @@ from swzc.cli import main
 from swzc.errors import ExitCode, SwzcError
 from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_file, rewrite_source
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 # 100 blocks on 8 chiplets: the naive remap x * (T / N) + r is not a permutation there.
 ROW_SUM = """\
@@ -34,7 +35,7 @@ static __device__ __forceinline__ unsigned swzc_xcd(unsigned p, unsigned m, unsi
 
 def rewritten(code: str, swizzle: str | None = "grouped:8", hw: str = "h200"):
     src = load_bytes("k.cu", code.encode())
-    return rewrite_source(src, analyze(src), Options(hw=load_hw(hw), swizzle=parse_swizzle(swizzle), compile=False))
+    return rewrite_source(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw(hw), swizzle=parse_swizzle(swizzle), compile=False))
 
 
 @pytest.fixture

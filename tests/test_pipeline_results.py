@@ -11,12 +11,13 @@ from swzc.observe import ObservedLaunch, ObservedRun
 from swzc.pipeline import Options, analyze_file, load_hw, parse_swizzle, rewrite_source
 from swzc.program import ProgramBench
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 
 def rewritten(code: str, swizzle: str | None = "grouped:8", hw: str = "h200", **options):
     src = load_bytes("k.cu", code.encode())
     options.setdefault("compile", False)
-    return rewrite_source(src, analyze(src), Options(hw=load_hw(hw), swizzle=parse_swizzle(swizzle), **options))
+    return rewrite_source(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw(hw), swizzle=parse_swizzle(swizzle), **options))
 
 
 def outcome(result, name: str):
@@ -199,7 +200,7 @@ def _observed(monkeypatch, launches: int, note: str = ""):
     seen = tuple(ObservedLaunch((8 * (i + 1), 8, 1), (16, 16, 1), 0, 1, (), (("n", 128),)) for i in range(launches))
     monkeypatch.setattr(pipeline, "observe_launches", lambda *a, **kw: ObservedRun("cupti", {"gemm": seen}, note))
     src = load_bytes("prog.cu", RUNTIME.encode())
-    return pipeline.with_observed_launches(src, analyze(src), ProgramBench("./prog"))
+    return pipeline.with_observed_launches(FileContext(src), analyze(FileContext(src)), ProgramBench("./prog"))
 
 
 def test_observed_launches_are_listed_three_at_most(monkeypatch):
@@ -216,13 +217,13 @@ def test_a_program_run_replaces_the_file_s_launches_in_the_benchmarked_rewrite(m
         "cupti", {"gemm": (ObservedLaunch((64, 64, 1), (16, 16, 1), 0, 1, (), (("n", 1024),)),)}))
     seen = {}
 
-    def bencher(src, analysis, index, rewrite_one, hw, spec, rounds, progress=None, program=None):
+    def bencher(ctx, analysis, index, rewrite_one, hw, spec, rounds, progress=None, program=None, flags=()):
         seen["grid"] = analysis.kernels[index].launches[0].grid
         raise SwzcError("stop here")
 
     monkeypatch.setattr(pipeline, "Bencher", bencher)
     src = load_bytes("prog.cu", RUNTIME.encode())
-    result = pipeline.rewrite_benchmarked(src, analyze(src), Options(hw=load_hw("h200"), compile=False, bench=True,
+    result = pipeline.rewrite_benchmarked(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw("h200"), compile=False, bench=True,
                                                                      program=ProgramBench("./prog")))
     assert seen["grid"] == (64, 64, 1)
     assert result.notes[0].startswith("gemm: launches observed with cupti: grid 64x64x1")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from support import needs_nvcc
 
-from swzc.analysis import file_scope
+from swzc.context import FileContext
 from swzc.cli import main
 from swzc.evaluate import Evaluator, expression_of
 from swzc.preprocess import CompileContext, context_from_flags, preprocess
@@ -55,8 +55,8 @@ DATASETS = """\
 """
 
 
-def value(src, name, **kw):
-    return Evaluator(file_scope(src, {}, **kw)).value(expression_of(name))
+def value(src, name, context=None):
+    return Evaluator(FileContext(src, context or CompileContext()).scope()).value(expression_of(name))
 
 
 def grid(tmp_path, text, *args, name="k.cu"):
@@ -71,14 +71,14 @@ def grid(tmp_path, text, *args, name="k.cu"):
 def test_dataset_selection_and_defaults_follow_the_directives():
     src = load_bytes("k.cu", (DATASETS + KERNEL + LAUNCH).encode())
     assert value(src, "NI") == 4096 and value(src, "NJ") == 2048
-    assert file_scope(src, {}).resolve_type("DATA_TYPE") == "float"
+    assert FileContext(src).scope().resolve_type("DATA_TYPE") == "float"
 
 
 def test_defines_choose_another_branch():
     src = load_bytes("k2.cu", (DATASETS + KERNEL + LAUNCH).encode())
     context = CompileContext(defines=(("LARGE_DATASET", "1"), ("DATA_TYPE", "double")))
     assert value(src, "NI", context=context) == 8192
-    assert file_scope(src, {}, context).resolve_type("DATA_TYPE") == "double"
+    assert FileContext(src, context).scope().resolve_type("DATA_TYPE") == "double"
 
 
 def test_directives_spelled_with_spaces_after_the_hash():
@@ -112,7 +112,7 @@ def test_redefinition_without_undef_is_ambiguous_but_undef_then_define_is_not():
 
 def test_declarations_in_branches_never_taken_are_not_read():
     src = load_bytes("k.cu", b"#if 0\nconst int T = 3;\ntypedef double real;\n#else\nconst int T = 5;\ntypedef float real;\n#endif\n")
-    assert value(src, "T") == 5 and file_scope(src, {}).resolve_type("real") == "float"
+    assert value(src, "T") == 5 and FileContext(src).scope().resolve_type("real") == "float"
 
 
 def test_kernels_in_branches_never_taken_are_left_out(tmp_path):
@@ -249,7 +249,7 @@ def test_nested_macros_cannot_make_the_analysis_hang(tmp_path):
 
 def test_evaluation_budget_runs_out_to_unknown():
     src = load_bytes("k.cu", b"#define A (1+1+1+1+1+1+1+1)\n#define B (A*A*A*A)\n")
-    scope = file_scope(src, {})
+    scope = FileContext(src).scope()
     scope.budget.left = 3
     assert Evaluator(scope).value(expression_of("B")) is None and scope.budget.exhausted
 

@@ -17,6 +17,7 @@ from swzc.hw import load as load_hw
 from swzc.residency import (KernelResources, Residency, kernel_name, occupancy, parse_amd_remarks, parse_ptxas,
                             register_budget, residency, resource_usage)
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 H200 = load_hw("h200")
 MI300X = load_hw("mi300x")
@@ -217,33 +218,33 @@ void run(double* d) { generic<double, 512><<<8, 256>>>(d); }
 
 def _kernel(data: bytes, name: str, path: str = "kernels.cu"):
     src = load_bytes(path, data)
-    return src, next(k for k in analyze(src).kernels if k.name == name)
+    return src, next(k for k in analyze(FileContext(src)).kernels if k.name == name)
 
 
 def test_launch_bounds_with_min_blocks_give_the_compilers_register_budget():
     src, kernel = _kernel(KERNELS, "bounded")
-    result = residency(src, kernel, H200, 256, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 256, use_compiler=False)
     assert result == Residency(2, 256, 128, 0, "launch bounds",
                                "__launch_bounds__(256, 2), no shared memory (compiler not used)")
 
 
 def test_launch_bounds_without_min_blocks_keep_the_default_registers():
     src, kernel = _kernel(KERNELS, "capped")
-    result = residency(src, kernel, H200, 128, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 128, use_compiler=False)
     assert (result.blocks_per_cu, result.registers_per_thread, result.limit) == (16, 32, "threads")
     assert result.source == "__launch_bounds__(128) with the default 32 registers per thread, no shared memory (compiler not used)"
 
 
 def test_launch_bounds_tighter_than_the_default_registers():
     src, kernel = _kernel(KERNELS, "squeezed")
-    result = residency(src, kernel, H200, 1024, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 1024, use_compiler=False)
     # 2 blocks of 32 warps: 16 warps a sub-partition, 1024 registers a warp: 32 a thread
     assert (result.blocks_per_cu, result.registers_per_thread) == (2, 32)
 
 
 def test_default_counts_the_static_shared_arrays_and_the_dynamic_bytes():
     src, kernel = _kernel(KERNELS, "tiled")
-    result = residency(src, kernel, H200, 256, dynamic_shared_bytes=1000, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 256, dynamic_shared_bytes=1000, use_compiler=False)
     shared = 32 * 33 * 4 + 256 * 8 + 1000
     assert result == Residency(8, 256, 32, shared, "threads",
                                f"default: 32 registers per thread, {shared} bytes of shared memory (compiler not used)")
@@ -251,13 +252,13 @@ def test_default_counts_the_static_shared_arrays_and_the_dynamic_bytes():
 
 def test_default_sizes_a_template_by_its_launch():
     src, kernel = _kernel(KERNELS, "generic")
-    result = residency(src, kernel, H200, 256, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 256, use_compiler=False)
     assert result.shared_bytes_per_block == 512 * 8
 
 
 def test_default_says_when_it_cannot_size_the_shared_arrays():
     src, kernel = _kernel(KERNELS, "unlaunched")
-    result = residency(src, kernel, H200, 256, dynamic_shared_bytes=4096, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, 256, dynamic_shared_bytes=4096, use_compiler=False)
     assert result.shared_bytes_per_block is None
     assert result.source == ("default: 32 registers per thread, static shared memory not sized, 4096 bytes dynamic "
                              "(compiler not used)")
@@ -266,7 +267,7 @@ def test_default_says_when_it_cannot_size_the_shared_arrays():
 @pytest.mark.parametrize("threads, dynamic", [(0, 0), (-5, -100), (4096, 1 << 40)])
 def test_odd_figures_give_a_residency(threads, dynamic):
     src, kernel = _kernel(KERNELS, "tiled")
-    result = residency(src, kernel, H200, threads, dynamic_shared_bytes=dynamic, use_compiler=False)
+    result = residency(FileContext(src), kernel, H200, threads, dynamic_shared_bytes=dynamic, use_compiler=False)
     assert result.blocks_per_cu >= 1 and result.threads_per_block >= 1
 
 
@@ -289,7 +290,6 @@ def stand_in(tmp_path, monkeypatch):
         return log
 
     monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
-    residency_module._USAGE.clear()
     return put
 
 
@@ -297,20 +297,26 @@ def test_a_file_is_compiled_once_for_all_its_kernels(stand_in, tmp_path):
     log = stand_in("nvcc", PTXAS)
     path = str(tmp_path / "gemm.cu")
     first = resource_usage(path, b"// a file\n", "cuda", H200)
-    again = resource_usage(path, b"// a file\n", "cuda", H200)
-    assert first == again
     assert isinstance(first, dict) and sorted(first) == ["gemm", "scale", "tk"]  # sm_80's kernel left out
-    assert len(log.read_text().splitlines()) == 1
     assert "--resource-usage" in log.read_text() and "-arch=sm_90" in log.read_text()
-    resource_usage(path, b"// another file\n", "cuda", H200)
-    resource_usage(path, b"// a file\n", "cuda", H200, ("-O2",))
-    assert len(log.read_text().splitlines()) == 3
+    log.write_text("")
+    src = load_bytes(path, b"__global__ void gemm(float* a) { a[blockIdx.x] = 0; }\n"
+                           b"__global__ void scale(float* a) { a[blockIdx.y] = 0; }\n")
+    ctx = FileContext(src)
+    kernels = analyze(ctx).kernels
+    for kernel in (*kernels, *kernels):
+        residency(ctx, kernel, H200, 256)
+    assert len(log.read_text().splitlines()) == 1  # once for the file's kernels, in its context
+    residency(ctx, kernels[0], H200, 256, flags=("-O2",))
+    assert len(log.read_text().splitlines()) == 2  # other flags: compiled again
+    residency(FileContext(src), kernels[0], H200, 256)
+    assert len(log.read_text().splitlines()) == 3  # nothing is kept between contexts
 
 
 def test_compiler_figures_win_over_launch_bounds(stand_in):
     stand_in("nvcc", PTXAS.replace("_Z4gemmPKfS0_Pfi", "_Z7boundedPf"))
     src, kernel = _kernel(KERNELS, "bounded")
-    result = residency(src, kernel, H200, 256, dynamic_shared_bytes=512)
+    result = residency(FileContext(src), kernel, H200, 256, dynamic_shared_bytes=512)
     assert result == Residency(6, 256, 40, 16384 + 512, "registers", "nvcc --resource-usage -arch=sm_90")
 
 
@@ -318,7 +324,7 @@ def test_a_template_takes_its_instantiation_with_fewest_blocks(stand_in):
     stand_in("nvcc", PTXAS.replace("_Z2tkIfLi8192EEvPT_", "_Z7genericIdLi512EEvPT_")
              + PTXAS.replace("_Z2tkIfLi8192EEvPT_", "_Z7genericIfLi64EEvPT_").replace("32768 bytes smem", "256 bytes smem"))
     src, kernel = _kernel(KERNELS, "generic")
-    result = residency(src, kernel, H200, 256)
+    result = residency(FileContext(src), kernel, H200, 256)
     assert (result.blocks_per_cu, result.shared_bytes_per_block) == (6, 32768)
     assert result.source == "nvcc --resource-usage -arch=sm_90; the fewest blocks of 2 instantiations"
 
@@ -326,7 +332,7 @@ def test_a_template_takes_its_instantiation_with_fewest_blocks(stand_in):
 def test_hipcc_remarks_through_the_amd_path(stand_in):
     log = stand_in("hipcc", AMD_REMARKS.replace("_Z4gemmPKfS0_Pfi", "_Z5tiledPf"))
     src, kernel = _kernel(KERNELS, "tiled", "kernels.hip")
-    result = residency(src, kernel, MI300X, 256)
+    result = residency(FileContext(src), kernel, MI300X, 256)
     assert result == Residency(4, 256, 72, 16384, "shared memory",
                                "hipcc -Rpass-analysis=kernel-resource-usage --offload-arch=gfx942")
     assert "-Rpass-analysis=kernel-resource-usage" in log.read_text()
@@ -335,7 +341,7 @@ def test_hipcc_remarks_through_the_amd_path(stand_in):
 def test_a_compiler_for_another_gpu_is_not_asked(stand_in):
     log = stand_in("nvcc", PTXAS)
     src, kernel = _kernel(KERNELS, "tiled")
-    result = residency(src, kernel, MI300X, 256)
+    result = residency(FileContext(src), kernel, MI300X, 256)
     assert result.source.endswith("(nvcc does not build for mi300x (gfx942))")
     assert not log.exists()
 
@@ -343,14 +349,14 @@ def test_a_compiler_for_another_gpu_is_not_asked(stand_in):
 def test_without_a_compiler_the_fallback_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     src, kernel = _kernel(KERNELS, "bounded")
-    result = residency(src, kernel, H200, 256)
+    result = residency(FileContext(src), kernel, H200, 256)
     assert result.source == "__launch_bounds__(256, 2), no shared memory (no nvcc or hipcc on PATH)"
 
 
 def test_a_compile_without_a_resource_report(stand_in):
     stand_in("nvcc", "nvcc warning : Resource usage is not shown as the final resource allocation is not done.\n")
     src, kernel = _kernel(KERNELS, "tiled")
-    result = residency(src, kernel, H200, 256, flags=("-rdc=true",))
+    result = residency(FileContext(src), kernel, H200, 256, flags=("-rdc=true",))
     assert result.source.endswith("(nvcc reported no resource usage: nvcc warning : Resource usage is not shown as the "
                                   "final resource allocation is not done.)")
 
@@ -358,14 +364,14 @@ def test_a_compile_without_a_resource_report(stand_in):
 def test_a_kernel_the_compiler_did_not_build(stand_in):
     stand_in("nvcc", PTXAS)
     src, kernel = _kernel(KERNELS, "unlaunched")
-    result = residency(src, kernel, H200, 256)
+    result = residency(FileContext(src), kernel, H200, 256)
     assert "(the compiler built no code for unlaunched" in result.source
 
 
 def test_a_failed_compile_falls_back_with_the_first_error(stand_in, tmp_path):
     stand_in("nvcc", f"{tmp_path}/swzc-cc-x/kernels.cu(3): error: expected a \")\"\n1 error detected\n", status=2)
     src, kernel = _kernel(KERNELS, "tiled")
-    result = residency(src, kernel, H200, 256)
+    result = residency(FileContext(src), kernel, H200, 256)
     assert result.source.endswith('(the compile failed: kernels.cu(3): error: expected a ")")')
     assert result.registers_per_thread == 32
 
@@ -397,7 +403,7 @@ def test_nvcc_reports_a_kernels_registers_and_shared_memory(tmp_path):
     assert "plain" in usage
 
     src, kernel = _kernel(REAL, "staged", str(path))
-    result = residency(src, kernel, H200, 256, dynamic_shared_bytes=1024)
+    result = residency(FileContext(src), kernel, H200, 256, dynamic_shared_bytes=1024)
     assert result.source == "nvcc --resource-usage -arch=sm_90"
     assert (result.registers_per_thread, result.shared_bytes_per_block) == (staged.registers, 32768 + 1024)
     assert result == occupancy(H200, 256, staged.registers, 33792, source=result.source)
@@ -413,7 +419,7 @@ __global__ void broken(float* a) {
 """
     path = tmp_path / "broken.cu"
     src, kernel = _kernel(hostile, "broken", str(path))
-    result = residency(src, kernel, H200, 128)
+    result = residency(FileContext(src), kernel, H200, 128)
     assert result.source.startswith("default: 32 registers per thread, 256 bytes of shared memory (the compile failed: ")
     assert "broken.cu" in result.source and str(tmp_path) not in result.source
     assert result.blocks_per_cu == 16

@@ -7,21 +7,22 @@ import pytest
 from swzc.analysis import analyze
 from swzc.evaluate import Macro, expression_of
 from swzc.passes import block_swizzle
-from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
+from swzc.pipeline import RunPlan, Options, load_hw, parse_swizzle, rewrite_source
 from swzc.source import load_bytes
 from swzc.splice_safety import side_effect
 from swzc.swizzles import parse_spec
+from swzc.context import FileContext
 
 
 def analysed(code: str):
-    return analyze(load_bytes("k.cu", code.encode()))
+    return analyze(FileContext(load_bytes("k.cu", code.encode())))
 
 
 def rewritten(code: str, swizzle: str | None = "grouped:8", only=None):
     src = load_bytes("k.cu", code.encode())
-    options = Options(hw=load_hw("h200"), swizzle=parse_swizzle(swizzle), compile=False,
-                      only={i: parse_spec(s) for i, s in only.items()} if only else None)
-    return rewrite_source(src, analyze(src), options)
+    options = Options(hw=load_hw("h200"), swizzle=parse_swizzle(swizzle), compile=False)
+    plan = RunPlan(only={i: parse_spec(s) for i, s in only.items()} if only else None)
+    return rewrite_source(FileContext(src), analyze(FileContext(src)), options, plan)
 
 
 def statuses(result) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from swzc.analysis import LaunchFact
+from swzc.records import LaunchFact
 from swzc.errors import SwzcError
 from swzc.pipeline import parse_bindings, parse_launch_facts
 

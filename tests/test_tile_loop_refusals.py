@@ -6,10 +6,11 @@ import pytest
 from swzc.analysis import analyze
 from swzc.passes import block_swizzle
 from swzc.source import load_bytes
+from swzc.context import FileContext
 
 
 def kernel_of(code: str, path: str = "t.cu"):
-    analysis = analyze(load_bytes(path, code.encode()))
+    analysis = analyze(FileContext(load_bytes(path, code.encode())))
     return analysis, analysis.kernels[0]
 
 

@@ -13,6 +13,7 @@ from swzc.passes import block_swizzle
 from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
 from swzc.source import load_bytes
 from swzc.splice_safety import side_effect
+from swzc.context import FileContext
 
 PERSISTENT = """
 #define CDIV(a, b) (((a) + (b) - 1) / (b))
@@ -29,14 +30,14 @@ int main() { k<<<132, dim3(64, 4)>>>(0, 0, 16384, 16384); }
 
 
 def analysed(code: str, path: str = "t.cu", **bindings):
-    analysis = analyze(load_bytes(path, code.encode()), bindings)
+    analysis = analyze(FileContext(load_bytes(path, code.encode())), bindings)
     return analysis, analysis.kernels[0]
 
 
 def rewritten(code: str, swizzle: str | None = "grouped:8", hw: str = "h200", path: str = "t.cu"):
     src = load_bytes(path, code.encode())
     options = Options(hw=load_hw(hw), swizzle=parse_swizzle(swizzle), compile=False)
-    return rewrite_source(src, analyze(src), options)
+    return rewrite_source(FileContext(src), analyze(FileContext(src)), options)
 
 
 def refusal_reason(code: str) -> str:
@@ -415,13 +416,11 @@ def test_a_tile_loop_is_ranked_over_its_tiles_never_over_the_launch_grid(monkeyp
 
     code = loop_kernel("    o[(t / 16) * 16 + t % 16] = bias[t];", params="float* o, const float* bias, int T")
     src = load_bytes("t.cu", (code + "int main() { k<<<132, 256>>>(0, 0, 4096); }\n").encode())
-    (got,) = pipeline.rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
+    (got,) = pipeline.rank_kernels(FileContext(src), analyze(FileContext(src)), load_hw("h200"), {}).values()
     assert not isinstance(got, str) and got.footprint.tiles[:2] == (256, 16) and got.footprint.grid == (4096, 1, 1)
     blocks = ranking.footprint
     monkeypatch.setattr(ranking, "footprint", lambda src, kernel, *a: blocks(src, dataclasses.replace(kernel, tile_loop=None), *a))
-    ranking._FOOTPRINTS.clear()
-    ranking._RANKED.clear()
-    (got,) = pipeline.rank_kernels(src, analyze(src), load_hw("h200"), {}).values()
+    (got,) = pipeline.rank_kernels(FileContext(src), analyze(FileContext(src)), load_hw("h200"), {}).values()
     assert isinstance(got, str) and "does not follow the tile loop over t (line 3)" in got
 
 
@@ -449,7 +448,7 @@ def test_the_persistent_gemm_walks_4096_tiles_in_rows_of_64():
 @needs_nvcc
 def test_the_rewritten_persistent_gemm_compiles():
     src = load_bytes(str(GEMM_PERSISTENT), GEMM_PERSISTENT.read_bytes())
-    result = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8")))
+    result = rewrite_source(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8")))
     assert result.outcomes[0].status == "rewritten" and result.compile.status == "ok", result.compile
 
 
@@ -457,7 +456,7 @@ def test_the_rewritten_persistent_gemm_compiles():
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_persistent_gemm_gives_the_same_checksum_with_its_tiles_permuted(tmp_path):
     src = load_bytes(str(GEMM_PERSISTENT), GEMM_PERSISTENT.read_bytes())
-    patched = rewrite_source(src, analyze(src), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
+    patched = rewrite_source(FileContext(src), analyze(FileContext(src)), Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False))
     assert patched.outcomes[0].status == "rewritten"
     sums = []
     for name, data in (("original", src.data), ("rewritten", patched.new)):

@@ -223,7 +223,8 @@ def test_defines_choose_the_branch_that_is_read(tmp_path):
     from swzc.preprocess import CompileContext
 
     (tmp_path / "k.cu").write_text(SPLIT_HEADER + KERNEL + LAUNCH)
-    src, _ = analyze_file(str(tmp_path / "k.cu"), context=CompileContext(defines=(("PINNED", "1"),)))
+    ctx, _ = analyze_file(str(tmp_path / "k.cu"), context=CompileContext(defines=(("PINNED", "1"),)))
+    src = ctx.src
     kept = [src.data[a:b] for a, b in src.blanked]
     assert any(b"fill(float* dst, int n)" in k for k in kept) and not any(b"bool pinned" in k for k in kept)
 

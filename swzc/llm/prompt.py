@@ -49,10 +49,10 @@ def system_message() -> str:
 
 
 def kernel_text(task: KernelTask) -> str:
-    function = kernel_function(task.src, task.kernel)
+    function = kernel_function(task.ctx, task.kernel)
     if function is None:
         return "(the kernel's definition could not be located)"
-    text = task.src.data[function.start_byte : function.end_byte].decode("utf-8", "replace")
+    text = task.ctx.src.data[function.start_byte : function.end_byte].decode("utf-8", "replace")
     if len(text) > MAX_KERNEL_CHARS:
         text = text[:MAX_KERNEL_CHARS] + "\n… (cut)"
     return text
@@ -170,7 +170,7 @@ def history_text(history: Sequence[Tried]) -> str:
 def user_message(task: KernelTask, history: Sequence[Tried]) -> str:
     measured = "a GPU measures every proven candidate" if task.measured else "no GPU: the L2 model's prediction decides"
     return f"""\
-Kernel {task.kernel.name} (line {task.kernel.line} of {task.src.path}); {measured}.
+Kernel {task.kernel.name} (line {task.kernel.line} of {task.ctx.src.path}); {measured}.
 
 ## The tile grid your function permutes
 {tile_grid(task)}
