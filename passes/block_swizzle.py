@@ -46,6 +46,7 @@ class Decision:
     kernel: int
     status: str  # "refused", "declined", "unranked" (safe, but nothing chose an order) or "untouched"
     reason: str
+    rules: tuple[str, ...] = ()  # the ids of the hazard rules that refuse the kernel (swzc.records.HAZARDS)
 
 
 def family(kernel: KernelInfo, hw: HardwareModel) -> list[SwizzleSpec]:
@@ -65,7 +66,8 @@ def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
     """Why a kernel cannot be swizzled at all, whatever the swizzle; None when it can."""
     kernel = analysis.kernels[index]
     if kernel.hazards and (kernel.reads_block_index or any(h.rule in READS_BLOCK_INDEX for h in kernel.hazards)):
-        return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards))
+        return Decision(index, "refused", "; ".join(h.reason for h in kernel.hazards),
+                        tuple(dict.fromkeys(h.rule_id for h in kernel.hazards if h.rule_id)))
     if kernel.swizzled_by and (not kernel.uses or kernel.tile_loop is not None):
         return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")
     if not kernel.reads_block_index:

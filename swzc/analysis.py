@@ -366,10 +366,11 @@ def parameters(function: Node) -> tuple[list[str], list[str]]:
 
 
 def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
-            facts: Mapping[str, tuple[LaunchFact, ...]] | None = None) -> FileAnalysis:
+            facts: Mapping[str, tuple[LaunchFact, ...]] | None = None, off: frozenset[str] = frozenset()) -> FileAnalysis:
     """The file's kernels as frozen records.  `ctx` holds the file and the build's include folders and
     defines, `user` the --set bindings, `facts` launches known from outside the file (--grid/--block, or
-    observed)."""
+    observed).  `off` switches hazard rules off by name (swzc.records.HAZARDS): their detectors' findings
+    are dropped, which only the registry's tests do, to show each rule's fixture is caught by that rule."""
     from swzc import tileloop
 
     src = ctx.src
@@ -528,11 +529,12 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
         spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
         swizzled_by = tiles.swizzled_by or _swizzled_by(body) or next((_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in device[h] if _swizzled_by(f.child_by_field_name("body"))), "")
         records.append(
-            KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards)),
+            KernelInfo(name, _line(function), tuple(uses), helpers, tuple(mine), dims, decode, tuple(_dedupe(hazards, off)),
                        tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop)
         )
     global_macros = {name for name, bodies in pre.bodies.items() if any(re.search(r"\b__global__\b", b) for b in bodies)}
-    records += _kernels_in_errors(src, {r.name for r in records}, global_macros, pre.inactive)
+    records += [replace(r, hazards=tuple(_dedupe(list(r.hazards), off)))
+                for r in _kernels_in_errors(src, {r.name for r in records}, global_macros, pre.inactive)]
     helper_records = {
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
@@ -1008,8 +1010,8 @@ def _first_readers(calls: Mapping[str, set[str]], readers: set[str]) -> dict[str
     return first
 
 
-def _dedupe(hazards: list[Hazard]) -> list[Hazard]:
-    return list(dict.fromkeys(hazards))
+def _dedupe(hazards: list[Hazard], off: frozenset[str] = frozenset()) -> list[Hazard]:
+    return [h for h in dict.fromkeys(hazards) if h.rule not in off]
 
 
 def _insertion(src: SourceFile, body: Node, uses: list[BlockUse]) -> tuple[int | None, str, bool]:

@@ -500,7 +500,7 @@ def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, pat
         "kernels": [
             {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
              "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof, "chosen_by": o.chosen_by,
-             "candidates": _candidates_json(o.candidates)}
+             "candidates": _candidates_json(o.candidates), "rules": list(o.rules)}
             for o in result.outcomes
         ],
         "syntax_errors": _syntax_json(result.syntax_errors),
@@ -565,6 +565,7 @@ def _analysis_records(ctx: FileContext, analysis: FileAnalysis, hw: hwmodels.Har
             "line": k.line,
             "status": "candidate" if proposal else got.status,  # type: ignore[union-attr]
             "reason": "" if proposal else got.reason,  # type: ignore[union-attr]
+            "rules": [] if proposal else list(got.rules),  # type: ignore[union-attr]
             "grid": list(grids[0]) if grids else None,
             "adapter": k.adapter if k.reads_block_index else None,
             "chosen": got.spec.name if proposal else None,  # type: ignore[union-attr]
@@ -582,7 +583,7 @@ def _analysis_records(ctx: FileContext, analysis: FileAnalysis, hw: hwmodels.Har
                           "block": la.block_text, "block_value": list(la.block) if la.block else None,
                           "decode_divisor_value": la.divisor} for la in k.launches],
             "decode": None if k.decode is None else {"divisor": k.decode.divisor, "lines": list(k.decode.lines)},
-            "hazards": [{"line": h.line, "reason": h.reason} for h in k.hazards],
+            "hazards": [{"line": h.line, "reason": h.reason, "rule": h.rule, "id": h.rule_id} for h in k.hazards],
             "notes": list(k.notes),
         })
     return records

@@ -130,7 +130,7 @@ class FileSuggestions:
         for o in self.outcomes:
             found = by_kernel.get((o.name, o.line))
             status = "suggested" if found is not None else o.status  # nothing is rewritten here
-            kernels.append({"name": o.name, "line": o.line, "status": status, "reason": o.reason,
+            kernels.append({"name": o.name, "line": o.line, "status": status, "reason": o.reason, "rules": list(o.rules),
                             "suggestion": None if found is None else found.as_json()})
         return {"file": self.path, "error": self.error or None, "exit_code": int(self.code) if self.error else None,
                 "kernels": kernels}

@@ -110,6 +110,7 @@ class KernelOutcome:
     proof: str = ""
     chosen_by: str = ""  # the L2 model's numbers, or the measured result
     candidates: tuple[tuple[str, float, float], ...] = ()  # (name, predicted L2 hit %, predicted DRAM bytes)
+    rules: tuple[str, ...] = ()  # a refused kernel's hazard rule ids ("SWZ101", swzc.records.HAZARDS)
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,8 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
         # listed and it is not bad input.  A file-scope macro that expands to definitions is one such.)
         more = f" ({len(src.errors) - 1} more error(s) in the file)" if len(src.errors) > 1 else ""
         raise SwzcError(src.error_message(src.errors[0]) + more, ExitCode.BAD_INPUT, {
-            "kernels": [{"name": k.name, "line": k.line, "status": "refused", "reason": k.hazards[0].reason}
-                        for k in analysis.kernels],
+            "kernels": [{"name": k.name, "line": k.line, "status": "refused", "reason": k.hazards[0].reason,
+                         "rules": [k.hazards[0].rule_id]} for k in analysis.kernels],
             "syntax_errors": [{"line": e.line, "col": e.col, "message": e.what} for e in src.errors]})
     return ctx, analysis
 
@@ -533,7 +534,8 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
         else:
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
-                                          kernel.adapter if kernel.reads_block_index else None, grids, candidates=table))
+                                          kernel.adapter if kernel.reads_block_index else None, grids, candidates=table,
+                                          rules=d.rules))
     fixes = tuple(KernelFix(index, analysis.kernels[index].name, analysis.kernels[index].line, _alone(analysis, index, p))
                   for index, p in sorted(accepted.items()))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,

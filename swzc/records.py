@@ -82,34 +82,52 @@ class TileLoop:
     braced: bool = True  # the body is a { } block (else the rewrite adds the braces)
 
 
-# Hazard rules: what makes a block reorder unsafe.  The ones in READS_BLOCK_INDEX mean the kernel reads
-# the block index where the rewrite cannot reach it; they refuse a kernel even when no direct read is seen.
-HAZARD_RULES = {
-    "wait": "waits on memory other blocks write",
-    "ticket": "an atomic's return value orders blocks",
-    "grid-sync": "grid-wide synchronisation",
-    "cluster": "thread-block clusters",
-    "cooperative-launch": "a cooperative launch",
-    "cg-block-index": "reads the block index through cooperative groups",
-    "macro-block-index": "a macro whose body reads the block index",
-    "intrinsic-block-index": "reads the block index through an intrinsic",
-    "asm-block-index": "inline assembly reads the block index",
-    "tile-loop": "a tile loop the swizzle could not reorder safely",
-    "side-effect": "an expression the splice would copy has a side effect",
-    "external-helper": "a rewritten helper other files could call",
-    "header-helper": "calls a function a header defines, or a member function or operator(), that reads the block index, "
-                     "or one defined in no file swzc reads",
-    "syntax-error": "a part of the file tree-sitter cannot parse",
-}
-READS_BLOCK_INDEX = frozenset({"cg-block-index", "macro-block-index", "intrinsic-block-index", "asm-block-index", "header-helper",
-                               "syntax-error"})
+@dataclass(frozen=True)
+class HazardRule:
+    """A reason to leave a kernel alone, registered once: its stable id goes into every JSON output and review
+    finding of a refused kernel, its name into the Hazard records its detectors make."""
+
+    id: str  # "SWZ101": stable, never reused
+    name: str  # what Hazard.rule holds, e.g. "wait"
+    summary: str
+    reads_block_index: bool = False  # the kernel reads the block index where the rewrite cannot reach it: the
+    #                                  kernel is refused even when no direct read of blockIdx is seen
+
+
+# What makes a block reorder unsafe, one rule each.  A rule's fixture folder is fixtures/hazards/<name>/
+# (tests/test_hazard_registry.py): a kernel its detector must refuse, and one it must not.
+HAZARDS = (
+    HazardRule("SWZ101", "wait", "waits on memory other blocks write"),
+    HazardRule("SWZ102", "ticket", "an atomic's return value orders blocks"),
+    HazardRule("SWZ103", "grid-sync", "grid-wide synchronisation"),
+    HazardRule("SWZ104", "cluster", "thread-block clusters"),
+    HazardRule("SWZ105", "cooperative-launch", "a cooperative launch"),
+    HazardRule("SWZ106", "cg-block-index", "reads the block index through cooperative groups", True),
+    HazardRule("SWZ107", "macro-block-index", "a macro whose body reads the block index", True),
+    HazardRule("SWZ108", "intrinsic-block-index", "reads the block index through an intrinsic", True),
+    HazardRule("SWZ109", "asm-block-index", "inline assembly reads the block index", True),
+    HazardRule("SWZ110", "tile-loop", "a tile loop the swizzle could not reorder safely"),
+    HazardRule("SWZ111", "side-effect", "an expression the splice would copy has a side effect"),
+    HazardRule("SWZ112", "external-helper", "a rewritten helper other files could call"),
+    HazardRule("SWZ113", "header-helper", "calls a function a header defines, or a member function or operator(), that "
+               "reads the block index, or one defined in no file swzc reads", True),
+    HazardRule("SWZ114", "syntax-error", "a part of the file tree-sitter cannot parse", True),
+)
+HAZARD_RULES = {rule.name: rule for rule in HAZARDS}
+READS_BLOCK_INDEX = frozenset(rule.name for rule in HAZARDS if rule.reads_block_index)
 
 
 @dataclass(frozen=True)
 class Hazard:
     line: int
     reason: str
-    rule: str = ""  # a key of HAZARD_RULES
+    rule: str = ""  # a rule's name, a key of HAZARD_RULES
+
+    @property
+    def rule_id(self) -> str:
+        """The rule's stable id ("SWZ101"), or "" for a hazard of no registered rule."""
+        found = HAZARD_RULES.get(self.rule)
+        return found.id if found is not None else ""
 
 
 @dataclass(frozen=True)
