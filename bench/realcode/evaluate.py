@@ -625,14 +625,28 @@ def stride_pattern(lines: list[str], hazard_line: int) -> tuple[str, set[str]]:
 # ---- one file ---------------------------------------------------------------------------------------------
 
 
+def sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def reason_hash(reason: str, root: Path) -> str:
+    """The SHA-256 of a kernel's reason with the scratch folder's path taken out: the reason quotes the file,
+    so the published results carry its hash only, which still tells a changed reason from the same one."""
+    return hashlib.sha256(reason.replace(str(root.parent) + "/", "").encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, compile_check: bool) -> dict:
+    """Both swzc calls run in the scratch copy of the file's repository, so that neither a configuration
+    found from the working folder ([tool.swzc] in a pyproject.toml) nor where --work is changes what swzc
+    does, and the patch names the file by its path in its repository."""
     data = f.local.read_bytes()
     out = out_root / f.repo.replace("/", "+") / f.path
+    patch = out.with_name(out.name + ".patch")
     out.parent.mkdir(parents=True, exist_ok=True)
-    analyze = run([swzc, "analyze", str(f.local), "--json", *f.flags], timeout)
-    args = [swzc, "rewrite", str(f.local), "-o", str(out), "--json", "--no-bench", *f.flags]
-    args += [] if compile_check else ["--no-compile"]
-    rewrite = run(args, timeout)
+    no_compile = [] if compile_check else ["--no-compile"]
+    analyze = run([swzc, "analyze", str(f.local), "--json", *f.flags, *no_compile], timeout, cwd=f.root)
+    args = [swzc, "rewrite", str(f.local), "-o", str(out), "--patch", str(patch), "--json", "--no-bench", *f.flags]
+    rewrite = run(args + no_compile, timeout, cwd=f.root)
     record: dict = {
         "file": f.name,
         "bytes": len(data),
@@ -648,6 +662,8 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
         "compile": None,
         "changed": False,
         "output": str(out) if out.exists() else "",
+        "output_sha256": sha256(out),  # the file -o wrote (None: none written)
+        "patch_sha256": sha256(patch),  # the patch --patch wrote (None: none written)
     }
     if is_syntax_rejection(analyze):
         site = first_error(data)
@@ -679,7 +695,10 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
     record["changed"] = bool(doc_r.get("changed"))
     lines = data.decode("utf-8", "replace").split("\n")
     by_name = {(k["name"], k["line"]): k for k in doc_r.get("kernels", [])}
-    for k in doc_a.get("kernels", []):
+    seen = {(k["name"], k["line"]) for k in doc_a.get("kernels", [])}
+    only_rewritten = [{"name": k["name"], "line": k["line"], "status": "not in analyze"} for k in doc_r.get("kernels", [])
+                      if (k["name"], k["line"]) not in seen]  # none expected; kept so that no kernel goes uncounted
+    for k in doc_a.get("kernels", []) + only_rewritten:
         r = by_name.get((k["name"], k["line"]), {})
         hazards = k.get("hazards", [])
         stride_only = k["status"] == "refused" and bool(hazards) and all(is_grid_stride(h["reason"]) for h in hazards)
@@ -688,7 +707,9 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
             "name": k["name"], "line": k["line"],
             "analyze_status": k["status"], "status": r.get("status", "not written" if rewrite.code == 3 else "?"),
             "reason": r.get("reason", k.get("reason", "")),
-            "swizzle": r.get("swizzle"), "adapter": k.get("adapter"), "chosen_by": r.get("chosen_by", ""),
+            "reason_sha256": reason_hash(r.get("reason", k.get("reason", "")), f.root),
+            "swizzle": r.get("swizzle"), "adapter": k.get("adapter", r.get("adapter")), "rewrite_adapter": r.get("adapter"),
+            "chosen_by": r.get("chosen_by", ""),
             "ranked": bool(r.get("candidates") or k.get("candidates")), "model": k.get("model", ""),
             "launches": len(k.get("launches", [])),
             "grid_known": any(la.get("grid_value") for la in k.get("launches", [])),
@@ -903,8 +924,8 @@ def summarise(records: list[dict], checks: list[dict], meta: dict) -> dict:
     }
 
 
-_PUBLIC_KERNEL = ("name", "line", "analyze_status", "status", "why", "swizzle", "adapter", "blind", "ranked", "launches",
-                  "grid_known", "grid_stride_only", "stride_patterns", "z_only")
+_PUBLIC_KERNEL = ("name", "line", "analyze_status", "status", "why", "reason_sha256", "swizzle", "adapter", "rewrite_adapter",
+                  "blind", "ranked", "launches", "grid_known", "grid_stride_only", "stride_patterns", "z_only")
 
 
 def public(summary: dict) -> dict:
@@ -951,7 +972,8 @@ def markdown(s: dict) -> str:
     m = s["meta"]
     lines = [f"# swzc on public CUDA code ({m['date']}, swzc commit {m['swzc_commit']})", "",
              f"Command: `{m['command']}`", "",
-             f"{m['swzc_version']}; nvcc: {m['nvcc']}; {m['jobs']} jobs, {m['timeout']:g} s per swzc call"
+             f"{m['swzc_version']} (`{m.get('swzc_module', '?')}`); nvcc: {m['nvcc']}; {m['jobs']} jobs, "
+             f"{m['timeout']:g} s per swzc call"
              + ("" if m["compile_check"] else ", no compile check")
              + f"; {m['wall_s']} s in all. Load average {m['load_average'][0]} at the start and {m['load_average'][1]} at "
              f"the end, on {m['cpus']} CPUs (the times below include any other work on the machine).", "",
@@ -1054,6 +1076,27 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
+def swzc_module(swzc: str, cwd: Path) -> str:
+    """The swzc package the executable imports (its __file__): the Python of a script's #! line, in this
+    environment (PYTHONPATH included), asked where `import swzc` leads from where swzc runs.  A script has
+    its own folder first on sys.path, where `python -c` would have the working folder."""
+    path = shutil.which(swzc) or swzc
+    try:
+        with open(path, "rb") as script:
+            first = script.readline(4096)
+    except OSError:
+        return "unknown"
+    if not first.startswith(b"#!") or b"python" not in first:
+        return "unknown (not a Python script)"
+    python = shlex.split(first[2:].decode("utf-8", "replace"))
+    ask = f"import sys; sys.path[0] = {str(Path(path).resolve().parent)!r}; import swzc; print(swzc.__file__)"
+    try:
+        r = subprocess.run([*python, "-c", ask], capture_output=True, text=True, timeout=60, cwd=cwd)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return r.stdout.strip() or "unknown"
+
+
 def find_swzc(given: str | None) -> str:
     if given:
         return given
@@ -1077,11 +1120,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip swzc's nvcc compile check and the cross-check")
     ap.add_argument("--cross-check", type=int, default=16, metavar="N", help="files compiled here to check swzc's verdict")
     ap.add_argument("--swzc", help="the swzc executable (default: next to this Python, else on PATH)")
+    ap.add_argument("--swzc-commit", metavar="REV",
+                    help="the commit the swzc that runs was installed from, for the record (default: this repository's HEAD)")
     ap.add_argument("--only", metavar="REGEX", help="only files whose repo:path matches")
     ap.add_argument("--local", type=Path, metavar="DIR",
                     help="run on the .cu/.cuh/.hip files under DIR (copied to the scratch folder) instead of the corpus")
     args = ap.parse_args(argv)
     swzc = find_swzc(args.swzc)
+    args.work = args.work.resolve()  # swzc runs in each repository's copy: every path it is given is absolute
     if args.work.exists():
         shutil.rmtree(args.work)
     src_root, out_root = args.work / "src", args.work / "out"
@@ -1122,7 +1168,8 @@ def main(argv: list[str] | None = None) -> int:
                                                      *(argv if argv is not None else sys.argv[1:])]),
         "swzc": _shown(swzc),
         "swzc_version": _version([swzc, "--version"]),
-        "swzc_commit": _version(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"]),
+        "swzc_commit": args.swzc_commit or _version(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"]),
+        "swzc_module": swzc_module(swzc, src_root),
         "nvcc": _version(["nvcc", "--version"], "release") if shutil.which("nvcc") else "no nvcc",
         "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         "cpus": os.cpu_count(),

@@ -189,3 +189,30 @@ def test_published_results_quote_nothing_of_the_files(tmp_path):
     assert "q_secret" not in published
     assert "scale" in published and "new T*[n]" in published and "not ranked: no read the model can follow" in published
     assert "q_secret" in (tmp_path / "work" / "realcode_full.json").read_text()
+
+
+def test_outputs_are_hashed_and_reasons_published_as_hashes(tmp_path):
+    """The file -o wrote and the patch --patch wrote are recorded by SHA-256, and each kernel's reason by
+    the SHA-256 of its text, so that two runs compare byte for byte without quoting the files."""
+    import hashlib
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "k.cu").write_bytes(KERNEL)
+    kernel = {"name": "scale", "line": 1, "status": "rewritten", "reason": "q_secret_reason", "swizzle": "grouped:8",
+              "adapter": "2d", "chosen_by": "predicted", "candidates": [{"name": "grouped:8"}], "hazards": [], "launches": []}
+    doc = json.dumps({"changed": True, "kernels": [kernel], "compile": None})
+    swzc = _fake_swzc(tmp_path, 'while [ $# -gt 0 ]; do case "$1" in -o) printf rewritten > "$2";; '
+                                '--patch) printf patch > "$2";; esac; shift; done\n'
+                                f"echo '{doc}'\n")
+    out = tmp_path / "result"
+    evaluate.main(["--local", str(corpus), "--swzc", swzc, "--no-compile", "--work", str(tmp_path / "work"),
+                   "--out", str(out)])
+    record = json.loads(Path(f"{out}.json").read_text())["records"][0]
+    assert record["output_sha256"] == hashlib.sha256(b"rewritten").hexdigest()
+    assert record["patch_sha256"] == hashlib.sha256(b"patch").hexdigest()
+    k = record["kernels"][0]
+    assert (k["analyze_status"], k["status"], k["swizzle"], k["adapter"], k["rewrite_adapter"]) == (
+        "rewritten", "rewritten", "grouped:8", "2d", "2d")
+    assert k["reason_sha256"] == hashlib.sha256(b"q_secret_reason").hexdigest()
+    assert "q_secret" not in Path(f"{out}.json").read_text()
