@@ -811,3 +811,12 @@ def test_returns_are_followed_through_an_else_if_chain_up_to_a_depth():
 def test_a_shift_by_zero_and_a_shift_of_zero_are_defined():
     assert restrict._step(5, INT, "<<=", 0, INT) == 5 and restrict._step(5, INT, ">>=", 0, INT) == 5
     assert restrict._step(0, INT, "<<=", 1, INT) == 0 and restrict._step(0, INT, ">>=", 3, INT) == 0
+
+
+def test_the_checked_body_names_every_variable_with_the_prefix_and_no_callee():
+    """Locals and the body's parameters take swzc's prefix (no clash with the kernel's names); a callee is not a
+    variable (min becomes swzc's own swzc_min, make_uint3 stays)."""
+    checked = check_body("unsigned x = min(block.x, grid.x);\nreturn make_uint3(x, block.y, block.z);")
+    assert checked.ok and checked.body == (
+        "unsigned swzc_v_x = swzc_min(swzc_v_block.x, swzc_v_grid.x);\n"
+        "return make_uint3(swzc_v_x, swzc_v_block.y, swzc_v_block.z);")

@@ -343,3 +343,14 @@ def test_without_the_launcher_the_prover_runs_from_its_descriptor_under_the_shel
     finally:
         prover.build_prover.cache_clear()
     assert proof.ok and proof.sandbox == ("rlimits",)
+
+
+def test_a_body_that_begins_with_a_blank_line_is_found_at_its_first_line():
+    from swzc.swizzles import CustomSwizzle
+
+    blank = CustomSwizzle("blank", "\nreturn block;")
+    uses = ((blank, "2d"),)
+    program = prover.host_program(list(uses))
+    ((_, first, last),) = prover.body_lines(program, uses)
+    lines = program.split("\n")
+    assert lines[first - 1] == "" and lines[last - 1] == "return block;" and last == first + 1
