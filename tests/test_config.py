@@ -333,3 +333,28 @@ def test_a_malformed_user_file_is_a_clear_error(project):
     _user_config(project, "include-dir = " + "[" * 5000 + "]" * 5000 + "\n")
     result = rewrite()
     assert result.exit_code == 2 and "nested too deeply" in result.output
+
+
+def test_a_project_file_past_one_mebibyte_is_not_read(tmp_path):
+    """The limit is 1 MiB, as the README says: a file of 1.5 MiB with a [tool.swzc] table is not read."""
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "pyproject.toml"
+    path.write_text("# padding\n" * (1536 * 1024 // 10) + '[tool.swzc]\nhw = "h100"\n')
+    assert config.find(tmp_path) is None
+    path.write_text("# padding\n" * (900 * 1024 // 10) + '[tool.swzc]\nhw = "h100"\n')
+    assert config.find(tmp_path) == path
+
+
+def test_a_list_that_holds_anything_but_strings_and_numbers_is_bad_input(tmp_path):
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.swzc]\ndefine = ["A=1", {x = 1}]\n')
+    with pytest.raises(SwzcError, match="define: expected a string, a number, true/false or a list of strings"):
+        config.load(path)
+
+
+def test_a_broken_pyproject_that_does_not_mention_swzc_is_not_read(tmp_path):
+    """Another tool's pyproject.toml, even one that is not valid TOML, is none of swzc's business."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.other\nbroken = \n")
+    assert config.find(tmp_path) is None

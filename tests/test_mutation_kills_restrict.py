@@ -820,3 +820,30 @@ def test_the_checked_body_names_every_variable_with_the_prefix_and_no_callee():
     assert checked.ok and checked.body == (
         "unsigned swzc_v_x = swzc_min(swzc_v_block.x, swzc_v_grid.x);\n"
         "return make_uint3(swzc_v_x, swzc_v_block.y, swzc_v_block.z);")
+
+
+@pytest.mark.parametrize("body", [
+    "unsigned t = 0u;\nreturn make_uint3(t + ((u = 1u) & 0u), 0u, 0u);",
+    "unsigned t = 0u;\nreturn make_uint3(t + (u++ & 0u), 0u, 0u);",
+])
+def test_an_assignment_inside_an_expression_is_refused_for_that_alone(body):
+    """Refused where it stands: the walk does not go on into its parts (u is declared nowhere, and that is
+    not said)."""
+    assert _only(body) == ["line 2: an assignment or ++/-- must be a statement of its own, not part of an expression"]
+
+
+@pytest.mark.parametrize("cast", ["(unsigned /* the column */)block.x", "(unsigned /* c */ int)block.x",
+                                  "(const /* a comment among the words of the type */ unsigned)block.x"])
+def test_a_comment_inside_a_cast_is_a_comment(cast):
+    assert check_body(f"return make_uint3({cast}, block.y, block.z);").ok
+
+
+@pytest.mark.parametrize("chain", ["consequence", "alternative"])
+def test_returns_are_followed_through_nested_ifs_up_to_a_depth(chain):
+    def body(n: int) -> str:
+        if chain == "consequence":
+            return "if (block.x == 0u) " * n + "return block;" + " else return grid;" * n
+        return "if (block.x == 0u) return block; else " * n + "return grid;"
+
+    assert check_body(body(31)).ok
+    assert _only(body(32)) == ["line 1: the body can reach its end without returning (end every path with a return)"]
