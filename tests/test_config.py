@@ -358,3 +358,11 @@ def test_a_broken_pyproject_that_does_not_mention_swzc_is_not_read(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "pyproject.toml").write_text("[tool.other\nbroken = \n")
     assert config.find(tmp_path) is None
+
+
+def test_a_key_swzc_does_not_know_is_said_to_be_unknown(tmp_path):
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.swzc]\nfrobnicate = 1\n")
+    with pytest.raises(SwzcError, match=r"\[tool.swzc\] frobnicate: unknown \(keys: block, build-path, "):
+        config.load(path)
