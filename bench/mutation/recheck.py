@@ -92,6 +92,7 @@ def main() -> int:
         with ThreadPoolExecutor(len(sandboxes)) as pool:
             outcomes = list(pool.map(one, enumerate(mutants)))
     meta = {**earlier["meta"], "command": " ".join(["bench/mutation/recheck.py", *sys.argv[1:]]), "wall_s": time.time() - start,
+            "commit": args.at or earlier["meta"]["commit"],
             "covered": f"the unexplained survivors of {args.results}, each against whole test files"}
     run.write_results(outcomes, explained, meta, Path(args.json), Path(args.md))
     return 0
