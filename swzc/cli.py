@@ -23,7 +23,7 @@ from swzc import hw as hwmodels
 from swzc import clean, config, outputs
 from swzc.records import FileAnalysis
 from swzc.bench import PROFILERS, report_json
-from swzc.entry import interrupt_received, report_interrupt
+from swzc.signals import interrupt_received, report_interrupt
 from swzc.harness import gpu_name, gpu_present
 from swzc.outputs import STDOUT, Output
 from swzc.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench

@@ -15,7 +15,7 @@ import click
 from swzc import clean, emitters, outputs
 from swzc.records import LaunchFact
 from swzc.cli import build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option
-from swzc.entry import interrupt_received
+from swzc.signals import interrupt_received
 from swzc.errors import SwzcError
 from swzc.evaluate import Value
 from swzc.findings import changed_lines, findings_from

@@ -20,7 +20,7 @@ from click.core import ParameterSource
 from swzc import clean
 from swzc.cli import (build_context, build_options, guarded, hw_option, input_limit, json_option, max_bytes_option, set_option,
                       verbosity)
-from swzc.entry import interrupt_received
+from swzc.signals import interrupt_received
 from swzc.errors import ExitCode, SwzcError
 from swzc.evaluate import Value
 from swzc.hw import HardwareModel

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from swzc.entry import shielded
+from swzc.signals import shielded
 from swzc.errors import SwzcError
 from swzc.inputs import kind
 

@@ -343,7 +343,8 @@ def test_a_model_file_from_a_hostile_probe_output(work):
 RAW_OUTPUT = re.compile(r"\bclick\.(?:echo|secho)\(|\bprint\(|\bjson\.dumps?\(|\bsys\.std(?:out|err)\.(?:buffer\.)?write\(")
 AROUND = {
     "swzc/clean.py": "the mechanism itself",
-    "swzc/entry.py": "a fixed message, and the internal error through clean.text",
+    "swzc/entry.py": "the internal error, through clean.text",
+    "swzc/signals.py": "a fixed message: swzc: interrupted",
     "swzc/bench.py": "report_json: read back and written through clean.dumps by the reports and --json",
     "swzc/llm/client.py": "the transcript: ASCII JSON that --llm-replay reads back exactly",
     "swzc/probe/__init__.py": "the model file's strings: JSON's escapes, then clean.text's",

@@ -20,7 +20,7 @@ from support import ROOT, TILE2D, has_gpu, needs_nvcc
 
 from swzc import cache, cli as cli_module
 from swzc import compile as compiling
-from swzc import entry, outputs
+from swzc import outputs, signals
 from swzc import prove as prover
 from swzc.cli import main
 from swzc.compile import compile_check
@@ -446,10 +446,10 @@ def test_an_error_while_an_interrupt_is_pending_is_the_interrupt(work, monkeypat
         raise RuntimeError("QueryError: invalid syntax at row 0")
 
     monkeypatch.setattr(cli_module, "rewrite_file", query_error)
-    monkeypatch.setattr(entry, "_received", signal.SIGINT)
+    monkeypatch.setattr(signals, "_received", signal.SIGINT)
     result = invoke("rewrite", "k.cu", "--no-compile")
     assert result.exit_code == 130 and result.stderr == "swzc: interrupted\n"
-    monkeypatch.setattr(entry, "_received", None)
+    monkeypatch.setattr(signals, "_received", None)
     assert invoke("rewrite", "k.cu", "--no-compile").exit_code == 3  # without an interrupt: an internal error
 
 
@@ -543,9 +543,9 @@ def test_interrupting_the_real_command(work, moment, signum):
 def handlers(monkeypatch):
     """swzc's SIGINT/SIGTERM handlers in this process, for the length of a test."""
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    monkeypatch.setattr(entry, "_received", None)
-    monkeypatch.setattr(entry, "_deferred", False)
-    entry.install()
+    monkeypatch.setattr(signals, "_received", None)
+    monkeypatch.setattr(signals, "_deferred", False)
+    signals.install()
     yield
     for s, handler in old.items():
         signal.signal(s, handler)
@@ -553,11 +553,11 @@ def handlers(monkeypatch):
 
 def test_a_shielded_step_holds_the_interrupt_until_it_ends(handlers):
     with pytest.raises(KeyboardInterrupt):
-        with entry.shielded():
+        with signals.shielded():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)  # the handler has run by now, and raised nothing
             finished = True
-    assert finished and entry.interrupt_received()
+    assert finished and signals.interrupt_received()
 
 
 def test_an_interrupt_while_outputs_are_put_in_place_comes_too_late(work, handlers, monkeypatch):
@@ -572,4 +572,4 @@ def test_an_interrupt_while_outputs_are_put_in_place_comes_too_late(work, handle
     result = invoke("rewrite", "k.cu", "-o", "out.cu", "--patch", "p.diff", "--no-compile")
     assert result.exit_code == 0, result.output
     assert b"swzc_block" in (work / "out.cu").read_bytes() and (work / "p.diff").read_text().startswith("--- a/k.cu")
-    assert not entry.interrupt_received()
+    assert not signals.interrupt_received()
