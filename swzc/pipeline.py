@@ -79,10 +79,12 @@ class Options:
     facts_elsewhere: bool = False  # `facts` may name kernels of other files (a command given several FILES)
 
     def __hash__(self) -> int:
+        """Over the knobs in a canonical form (mappings as sorted items); the LLM proposer is left out, as equal
+        options must hash alike and two equal proposers may be two objects."""
         return hash((self.hw, self.swizzle, tuple(sorted((k, repr(v)) for k, v in self.bindings.items())), self.compile,
                      self.compile_flags, self.bench, self.max_iterations, self.launch_spec, self.rounds, self.program,
                      self.progress, self.context, tuple(sorted((k, v) for k, v in self.facts.items())), self.proposer,
-                     id(self.llm), self.facts_elsewhere))
+                     self.facts_elsewhere))
 
 
 @dataclass(frozen=True)
