@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare two results of evaluate.py, file by file and kernel by kernel: did swzc do the same thing?
 
-    python3 bench/realcode/compare.py BEFORE.json AFTER.json [--reasons]
+    python3 bench/realcode/compare_results.py BEFORE.json AFTER.json [--reasons]
 
 For every file: the exit codes of analyze and rewrite, a timeout, a crash, a whole-file syntax error,
 whether it changed, its compile status, and the SHA-256 of the rewritten output and of the patch.  For
@@ -65,7 +65,7 @@ def load(path: Path) -> dict:
 
 
 def _unreadable(message: str) -> None:
-    print(f"compare.py: {message}", file=sys.stderr)
+    print(f"compare_results.py: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 

@@ -1,4 +1,4 @@
-"""compare.py on two small hand-made results: the same result compares identical, and a changed status,
+"""compare_results.py on two small hand-made results: the same result compares identical, and a changed status,
 order, adapter, hash, exit code, a lost kernel or other settings make it exit 1; a reworded reason fails
 only with --reasons.  Run with `.venv/bin/pytest bench/realcode`."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import compare  # noqa: E402
+import compare_results as compare  # noqa: E402  (bench/l2 has a compare module of its own)
 
 KERNEL = {"name": "scale", "line": 1, "analyze_status": "ok", "status": "rewritten", "why": "ranked by the L2 model",
           "reason_sha256": "a" * 64, "swizzle": "grouped:8", "adapter": "2d", "rewrite_adapter": "2d", "blind": False,
