@@ -42,10 +42,6 @@ class FileContext:
     rankings: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.rank: per kernel shape
     usage: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.residency: per target, flags
 
-    @property
-    def path(self) -> str:
-        return self.src.path
-
     def prepared(self, user: Mapping[str, Value | str] | None = None) -> tuple[Preprocessed, Scope]:
         """The file's directives run with the build's folders and defines, and the names the evaluator may
         resolve with `user`'s --set bindings (swzc.scope.prepare), made once per set of bindings."""

@@ -31,7 +31,7 @@ from tree_sitter import Node
 from swzc.analysis import kernel_function
 from swzc.records import KernelInfo, Launch, TileLoop
 from swzc.scope import local_scope
-from swzc.syntax import declared_name, function_name, functions, parameter_list, text, walk
+from swzc.syntax import declared_name, function_name, functions, parameter_declarations, parameter_list, text, walk
 from swzc.evaluate import Evaluator, Macro, Scope, Value, expression_of
 from swzc.source import SourceFile
 
@@ -1708,16 +1708,11 @@ def _pointee_of_cast(type_text: str) -> str:
 
 def _parameter_names(function: Node) -> list[str]:
     """Names of a function's parameters, references (`const T& x`) included."""
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
     names = []
-    for p in plist.named_children if plist is not None else []:
-        if p.type.endswith("parameter_declaration"):
-            decl = p.child_by_field_name("declarator")
-            found = [text(n) for n in walk(decl) if n.type == "identifier"] if decl is not None else []
-            names.append(declared_name(decl) or (found[0] if found else ""))  # `const T& x`: the first identifier
+    for p in parameter_declarations(function):
+        decl = p.child_by_field_name("declarator")
+        found = [text(n) for n in walk(decl) if n.type == "identifier"] if decl is not None else []
+        names.append(declared_name(decl) or (found[0] if found else ""))  # `const T& x`: the first identifier
     return names
 
 

@@ -113,16 +113,20 @@ class Parameter:
     pointer: bool  # a pointer or array parameter
 
 
-def parameter_list(function: Node) -> list[Parameter]:
-    """The value parameters of a function definition, in order."""
+def parameter_declarations(function: Node) -> list[Node]:
+    """The parameter declarations of a function definition, in order (`T x`, `T* x`, `const T& x`, `T x = 1`)."""
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
     plist = declarator.child_by_field_name("parameters") if declarator is not None else None
+    return [p for p in (plist.named_children if plist is not None else []) if p.type.endswith("parameter_declaration")]
+
+
+def parameter_list(function: Node) -> list[Parameter]:
+    """The value parameters of a function definition, in order."""
     found = []
-    for p in plist.named_children if plist is not None else []:
-        if p.type.endswith("parameter_declaration"):
-            decl = p.child_by_field_name("declarator")
-            found.append(Parameter(declared_name(decl), " ".join(text(p.child_by_field_name("type")).split()),
-                                   "*" in text(decl) or "[" in text(decl)))
+    for p in parameter_declarations(function):
+        decl = p.child_by_field_name("declarator")
+        found.append(Parameter(declared_name(decl), " ".join(text(p.child_by_field_name("type")).split()),
+                               "*" in text(decl) or "[" in text(decl)))
     return found
