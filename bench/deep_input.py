@@ -120,7 +120,7 @@ CHILD = """\
 import atexit, os, resource, sys
 sys.argv = ["swzc", *sys.argv[1:]]
 atexit.register(lambda: os.write(2, ("\\nswzc-cpu %.2f\\n" % sum(resource.getrusage(resource.RUSAGE_SELF)[:2])).encode()))
-from swzc.entry import main
+from swzc.commands.main import main
 main()
 """
 

@@ -92,7 +92,7 @@ def generate(lines: int = 2000, kernels: int = 20) -> str:
 
 
 def time_rewrite(path: str, repeats: int) -> list[float]:
-    from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_file
+    from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_file
 
     options = Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False)
     times = []

@@ -57,7 +57,7 @@ def generate(lines: int) -> str:
 
 
 def child(path: str) -> None:
-    from swzc.pipeline import Options, load_hw, rewrite_file
+    from swzc.pipeline.driver import Options, load_hw, rewrite_file
 
     start = time.perf_counter()
     result = rewrite_file(path, Options(hw=load_hw("h200"), compile=False))

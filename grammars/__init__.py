@@ -1,1 +1,1 @@
-"""Tree-sitter queries, one folder per dialect; loaded by swzc.queries."""
+"""Tree-sitter queries, one folder per dialect; loaded by swzc.frontend.queries."""

@@ -1,1 +1,1 @@
-"""One TOML file per GPU; loaded by swzc.hw."""
+"""One TOML file per GPU; loaded by swzc.target.hw."""

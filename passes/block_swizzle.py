@@ -6,11 +6,11 @@ that read the block index call the swizzle function themselves, provided every k
 rewritten the same way.  The swizzle functions go in once, before the first rewritten function.
 
 A persistent kernel, whose blocks walk a tile index ``for (t = blockIdx.x; t < T; t += gridDim.x)``, gets
-its swizzle inside that loop instead (swzc.tileloop): the body declares
+its swizzle inside that loop instead (swzc.analysis.tileloop): the body declares
 ``const int swzc_tile = swzc_<spec>_1d(t, 0u, 0u, (unsigned)(T), (unsigned)(n)).x;`` and reads
 ``swzc_tile`` where it read ``t``.  Its blocks are not permuted.
 
-Choice without ``--swizzle``: the L2 model's best candidate (swzc.rank), or a decline when none cuts the
+Choice without ``--swizzle``: the L2 model's best candidate (swzc.model.rank), or a decline when none cuts the
 predicted DRAM traffic by the margin.  Where the model cannot rank (the grid or the footprint is not
 known), nothing is rewritten blind: the kernel is left ``unranked``, with the candidates of the family
 that are proven for it and what would settle the choice (a GPU run measures the family's spread).
@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from swzc import tileloop
-from swzc.records import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
-from swzc.edits import Edit
-from swzc.hw import HardwareModel
-from swzc.rank import NO_DATA, Ranking
-from swzc.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
+from swzc.analysis import tileloop
+from swzc.analysis.records import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
+from swzc.rewrite.edits import Edit
+from swzc.target.hw import HardwareModel
+from swzc.model.rank import NO_DATA, Ranking
+from swzc.formulas.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
 
 LIBRARY_HEADER = ("// swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), "
                   "proven before it was spliced in.\n")
@@ -46,7 +46,7 @@ class Decision:
     kernel: int
     status: str  # "refused", "declined", "unranked" (safe, but nothing chose an order) or "untouched"
     reason: str
-    rules: tuple[str, ...] = ()  # the ids of the hazard rules that refuse the kernel (swzc.records.HAZARDS)
+    rules: tuple[str, ...] = ()  # the ids of the hazard rules that refuse the kernel (swzc.analysis.records.HAZARDS)
 
 
 def family(kernel: KernelInfo, hw: HardwareModel) -> list[SwizzleSpec]:
@@ -195,7 +195,7 @@ def _tile_loop_edits(kernel: KernelInfo, proposal: Proposal, var: str) -> list[E
 
 def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
     """The edits for the accepted proposals (decisions already taken on the original tree); the last one
-    inserts the swizzle functions they need (swzc.pipeline reads a kernel's own fix that way)."""
+    inserts the swizzle functions they need (swzc.pipeline.driver reads a kernel's own fix that way)."""
     if not accepted:
         return []
     var = variable_name(analysis)

@@ -1,6 +1,6 @@
 """`python -m swzc`: the same as the console script."""
 
-from swzc.entry import main
+from swzc.commands.main import main
 
 if __name__ == "__main__":
     main()

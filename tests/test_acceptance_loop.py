@@ -3,13 +3,13 @@ which candidates it tries and in what order, and what the rewrite does with the 
 
 import pytest
 
-from swzc import pipeline
-from swzc.analysis import analyze
-from swzc.bench import Attempt, KernelBench
-from swzc.errors import SwzcError
-from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.pipeline import driver as pipeline
+from swzc.analysis.kernels import analyze
+from swzc.verify.bench import Attempt, KernelBench
+from swzc.core.errors import SwzcError
+from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 FILE = b"""\
 #define TILE 16
@@ -180,7 +180,7 @@ class ScriptedClient:
         self.asked = []
 
     def ask(self, messages):
-        from swzc.llm.client import Exchange, SwizzleReply
+        from swzc.search.llm.client import Exchange, SwizzleReply
 
         self.asked.append(messages)
         body = self.bodies.pop(0)
@@ -197,7 +197,7 @@ return make_uint3(k / rows, first_row + k % rows, 0u);"""
 
 
 def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_and_see_their_results(measured):
-    from swzc.llm.proposer import LlmProposer
+    from swzc.search.llm.proposer import LlmProposer
 
     asked, _, _ = measured
     client = ScriptedClient(["return make_uint3(block.x + 1u, block.y, 0u);", GROUPED_4])

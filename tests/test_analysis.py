@@ -2,10 +2,10 @@
 
 import pytest
 
-from swzc.analysis import analyze
-from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_source
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 
 def kernels(code: str, **bindings):

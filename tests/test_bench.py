@@ -6,15 +6,15 @@ import json
 import pytest
 from support import ROOT, has_gpu, needs_nvcc
 
-from swzc.accept import judge
-from swzc.analysis import analyze
-from swzc.bench import Attempt, KernelBench, report_json, report_markdown
-from swzc.errors import SwzcError
-from swzc.harness import Buffer, Scalar, Timing, build, plan_launch
-from swzc.pipeline import RunPlan, Options, load_hw, rewrite_source
-from swzc.source import load, load_bytes
-from swzc.swizzles import parse_spec
-from swzc.context import FileContext
+from swzc.verify.accept import judge
+from swzc.analysis.kernels import analyze
+from swzc.verify.bench import Attempt, KernelBench, report_json, report_markdown
+from swzc.core.errors import SwzcError
+from swzc.verify.harness import Buffer, Scalar, Timing, build, plan_launch
+from swzc.pipeline.driver import RunPlan, Options, load_hw, rewrite_source
+from swzc.frontend.source import load, load_bytes
+from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 
 def test_launch_plan_from_the_file():
@@ -115,7 +115,7 @@ def _program_case(tmp_path, swizzled_ms, check):
     (tmp_path / "fake_run.py").write_text(FAKE_RUN.replace("SWIZZLED", repr(swizzled_ms)).replace("CHECK", repr(check)))
     from click.testing import CliRunner
 
-    from swzc.cli import main
+    from swzc.commands.cli import main
 
     out = tmp_path / "out.cu"
     result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "-o", str(out), "--no-compile", "--json",
@@ -165,7 +165,7 @@ def test_loop_measures_the_transposed_raster_when_the_model_sees_no_gain(tmp_pat
                                      'print("ms", 9.0 if "swzc_colmajor" in src else 10.0, "checksum 7")\n')
     from click.testing import CliRunner
 
-    from swzc.cli import main
+    from swzc.commands.cli import main
 
     result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json",
                                        "--bench-cmd", "python3 run.py {file}", "--bench-runs", "5"])
@@ -187,7 +187,7 @@ def test_loop_declines_a_1d_grid_with_the_pass_s_reason(tmp_path):
     (tmp_path / "run.py").write_text('print("ms 1.0 checksum 7")\n')
     from click.testing import CliRunner
 
-    from swzc.cli import main
+    from swzc.commands.cli import main
 
     result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json",
                                        "--bench-cmd", "python3 run.py {file}", "--bench-runs", "3"])
@@ -199,7 +199,7 @@ def test_loop_declines_a_1d_grid_with_the_pass_s_reason(tmp_path):
 # ---- HIP and AMD ----------------------------------------------------------------------------------------
 
 def test_hip_source_gets_a_hip_launcher_and_harness():
-    from swzc.harness import harness_source, in_dialect, launcher
+    from swzc.verify.harness import harness_source, in_dialect, launcher
 
     src = load(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"))
     plan = plan_launch(FileContext(src), analyze(FileContext(src)).kernels[0])
@@ -214,7 +214,7 @@ def test_hip_source_gets_a_hip_launcher_and_harness():
 
 
 def test_toolchain_follows_the_dialect_and_the_gpu():
-    from swzc.harness import toolchain_for
+    from swzc.verify.harness import toolchain_for
 
     assert toolchain_for("hip", "amd") == "hipcc"
     assert toolchain_for("hip", "nvidia") == toolchain_for("cuda", "nvidia") == toolchain_for("cuda", None) == "nvcc"
@@ -236,7 +236,7 @@ ROCPROF_CSV = (
 
 
 def test_rocprof_counters_of_the_kernel_s_last_dispatch():
-    from swzc.bench import rocprof_counters
+    from swzc.verify.bench import rocprof_counters
 
     assert rocprof_counters(ROCPROF_CSV, "gemm_naive") == {"TCC_HIT_sum": 750.0, "TCC_MISS_sum": 250.0}
     assert rocprof_counters(ROCPROF_CSV, "other") == {}
@@ -266,14 +266,14 @@ Agent 2
 
 
 def test_amd_gpu_name_from_rocminfo():
-    from swzc.harness import amd_gpu_name
+    from swzc.verify.harness import amd_gpu_name
 
     assert amd_gpu_name(ROCMINFO) == "AMD Instinct MI300X"
     assert amd_gpu_name(ROCMINFO.split("Agent 2")[0]) == ""
 
 
 def test_a_missing_profiler_is_said(monkeypatch):
-    from swzc import bench
+    from swzc.verify import bench
 
     monkeypatch.setattr(bench.shutil, "which", lambda name: None)
     assert "ncu is not on PATH" in bench.profiler_note("nvcc") and "timed only" in bench.profiler_note("nvcc")
@@ -286,7 +286,7 @@ def test_text_report_says_when_there_are_no_l2_figures(tmp_path):
     (tmp_path / "fake_run.py").write_text(FAKE_RUN.replace("SWIZZLED", "8.0").replace("CHECK", "'c0ffee'"))
     from click.testing import CliRunner
 
-    from swzc.cli import main
+    from swzc.commands.cli import main
 
     result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--swizzle", "grouped:8",
                                        "--bench-cmd", "python3 fake_run.py {file}", "--bench-runs", "4"])
@@ -313,7 +313,7 @@ rows += [f'2,"gemm_naive(float const*, float*, int)","{n}",{values[n]}\n' for n 
 def test_rocprof_profile_reads_what_rocprofv3_writes(tmp_path, monkeypatch):
     import os
 
-    from swzc import bench
+    from swzc.verify import bench
 
     tool = tmp_path / "bin" / "rocprofv3"
     tool.parent.mkdir()
@@ -329,7 +329,7 @@ def test_rocprof_profile_reads_what_rocprofv3_writes(tmp_path, monkeypatch):
 
 def _fake_harness(folder, script):
     """A Build whose harness is a shell script standing in for the generated program."""
-    from swzc.harness import Build
+    from swzc.verify.harness import Build
 
     folder.mkdir(parents=True, exist_ok=True)
     harness = folder / "harness"
@@ -339,7 +339,7 @@ def _fake_harness(folder, script):
 
 
 def test_a_crashing_harness_is_a_failed_check_with_its_status_and_output(tmp_path):
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     built = _fake_harness(tmp_path, 'echo "swzc harness: launch: too many resources requested" >&2\nkill -SEGV $$\n')
     result = run_harness(built, rounds=3)
@@ -348,7 +348,7 @@ def test_a_crashing_harness_is_a_failed_check_with_its_status_and_output(tmp_pat
 
 
 def test_a_harness_that_prints_no_verdict_or_exits_nonzero_is_a_failed_check(tmp_path):
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     garbled = run_harness(_fake_harness(tmp_path / "a", 'echo "hello"\n'), rounds=3)
     assert garbled.failed and "printed no result" in garbled.detail and "hello" in garbled.detail
@@ -359,7 +359,7 @@ def test_a_harness_that_prints_no_verdict_or_exits_nonzero_is_a_failed_check(tmp
 
 
 def test_differing_outputs_are_an_incorrect_result_not_a_failure(tmp_path):
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     built = _fake_harness(tmp_path, 'echo \'{"seed": 2, "match": false, "buffer": "C", "byte": 8, "element": 2}\'\n'
                                     'echo \'{"correct": false}\'\n')
@@ -371,7 +371,7 @@ def test_a_hung_harness_is_killed_with_what_it_started(tmp_path):
     import time
     from pathlib import Path
 
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     pid_file = tmp_path / "child.pid"
     built = _fake_harness(tmp_path / "h", f"sleep 60 &\necho $! > {pid_file}\nwait\n")
@@ -389,7 +389,7 @@ def test_a_hung_harness_is_killed_with_what_it_started(tmp_path):
 
 def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),), raises=None):
     """bench_kernel on the README example, with a stand-in harness; returns the result and the build folders."""
-    from swzc import bench
+    from swzc.verify import bench
 
     folders = []
 
@@ -443,7 +443,7 @@ def test_a_build_failure_is_a_failed_check(monkeypatch, tmp_path):
 def test_an_interrupt_leaves_no_build_folder(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         _loop_with(monkeypatch, tmp_path, "", raises=KeyboardInterrupt())
-    from swzc import bench
+    from swzc.verify import bench
 
     seen = []
 
@@ -473,8 +473,8 @@ def test_bench_cmd_failure_of_the_rewritten_program_is_a_failed_check(tmp_path, 
 
     from click.testing import CliRunner
 
-    from swzc import program
-    from swzc.cli import main
+    from swzc.verify import program
+    from swzc.commands.cli import main
 
     monkeypatch.setattr(program, "TIMEOUT_S", 1)
     scratch = tmp_path / "tmp"
@@ -500,7 +500,7 @@ KERNEL_SPEC = str(KERNELS / "launch_spec.toml")
 
 
 def _plan(file: str, kernel: str):
-    from swzc.harness import load_spec
+    from swzc.verify.harness import load_spec
 
     src = load(str(KERNELS / file))
     found = next(k for k in analyze(FileContext(src)).kernels if k.name == kernel)
@@ -530,7 +530,7 @@ def test_buffer_sizes_follow_the_element_type():
 
 
 def test_generated_harness_stores_each_type_by_its_kind():
-    from swzc.harness import harness_source
+    from swzc.verify.harness import harness_source
 
     half2 = harness_source(_plan("fma_half2.cu", "fma_half2"), 60 << 20)
     assert '{"a", swzc::F16, 8388608ull, swzc::IN, swzc::UNIFORM' in half2  # two components per half2
@@ -654,7 +654,7 @@ def _built_on_gpu(file: str, kernel: str, swizzle: str, tmp_path, damage=None):
 @pytest.mark.gpu
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swizzle, tmp_path):
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     result = run_harness(_built_on_gpu(file, kernel, swizzle, tmp_path), rounds=5)
     assert result.correct and not result.failed and result.timing is not None, result.detail
@@ -665,7 +665,7 @@ def test_ml_kernels_match_bit_for_bit_and_are_timed_on_the_gpu(file, kernel, swi
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
     """Rows and columns of the tensor-core tiles swapped: the bf16 GEMM writes the wrong tiles."""
-    from swzc.harness import run_harness
+    from swzc.verify.harness import run_harness
 
     def swap(new: bytes) -> bytes:
         wrong = new.replace(b"tile_row = swzc_block.y", b"tile_row = swzc_block.x", 1)
@@ -679,7 +679,7 @@ def test_planted_wrong_bf16_swizzle_is_caught_on_the_gpu(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_loop_runs_a_bf16_tensor_core_kernel():
-    from swzc.pipeline import rewrite_file
+    from swzc.pipeline.driver import rewrite_file
 
     options = Options(hw=load_hw("h200"), swizzle=parse_spec("grouped:4"), compile=False, bench=True, rounds=10,
                       launch_spec=KERNEL_SPEC)
@@ -696,7 +696,7 @@ def test_an_interrupt_kills_the_child_and_what_it_started(tmp_path):
     import time
     from pathlib import Path
 
-    from swzc import processes
+    from swzc.core import processes
 
     pid_file = tmp_path / "child.pid"
 

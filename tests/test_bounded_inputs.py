@@ -1,4 +1,4 @@
-"""Every file swzc is given goes through its one bounded read (swzc.inputs.read_regular): a FIFO with no
+"""Every file swzc is given goes through its one bounded read (swzc.core.inputs.read_regular): a FIFO with no
 writer is refused at once instead of waited on, a device such as /dev/zero is refused instead of read
 without end, and each says which input it was, with exit code 2."""
 
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from support import NAIVE_GEMM
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 
 @pytest.fixture
@@ -68,8 +68,8 @@ def test_a_config_file_that_is_a_fifo_is_not_waited_on(here, where):
 
 def test_a_launch_spec_that_is_a_fifo_is_refused(here):
     """--launch-spec is read only under --bench (a GPU); its reader is the same bounded read."""
-    from swzc.errors import SwzcError
-    from swzc.harness import load_spec
+    from swzc.core.errors import SwzcError
+    from swzc.verify.harness import load_spec
     for path in (str(here / "fifo"), "/dev/zero"):
         with pytest.raises(SwzcError, match="not a regular file"):
             load_spec(path, "gemm")

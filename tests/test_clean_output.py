@@ -4,7 +4,7 @@ an LLM's reply, the command line) reaches every output; each character of UNSAFE
 formats, a patch on a terminal.  The user's own source stays exact where a program reads it: a patch or a
 rewritten file written to a file or a pipe, a fix in a review format.
 
-UNSAFE is written out here, apart from swzc.clean's pattern, and every check loops over all of it: the
+UNSAFE is written out here, apart from swzc.core.clean's pattern, and every check loops over all of it: the
 hostile inputs carry every character at once, and each check asks for each character's escape."""
 
 import io
@@ -24,8 +24,12 @@ import pytest
 from click.testing import CliRunner
 from support import GROUPED_8_BODY, NAIVE_GEMM
 
-from swzc import clean, entry, hw
-from swzc.cli import main
+from swzc.core import clean
+
+from swzc.commands import main as entry
+
+from swzc.target import hw
+from swzc.commands.cli import main
 
 BIDI = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C]
 C0 = [c for c in range(0x20) if c not in (0x09, 0x0A)]  # a carriage return too: alone, it moves the cursor back
@@ -47,7 +51,7 @@ def spelled(char: str) -> str:
 
 
 def spellings(char: str) -> tuple[str, ...]:
-    """How an escape may show the character: swzc.clean's spelling, or Python's repr's."""
+    """How an escape may show the character: swzc.core.clean's spelling, or Python's repr's."""
     return (spelled(char), repr(char)[1:-1])
 
 
@@ -303,7 +307,7 @@ def test_error_messages(work, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError(f"broke on {HW_TEXT}")
 
-    monkeypatch.setattr("swzc.cli.rewrite_file", broken)
+    monkeypatch.setattr("swzc.commands.cli.rewrite_file", broken)
     result = invoke("rewrite", "gemm.cu", "--no-compile")
     assert result.exit_code == 3
     check_clean_bytes(result.stderr_bytes, HW_TEXT)
@@ -314,7 +318,7 @@ def test_the_last_boundary_escapes_an_internal_error(monkeypatch, capsys):
         def main(self, *args, **kwargs):
             raise RuntimeError(f"broke on {HW_TEXT}")
 
-    monkeypatch.setattr("swzc.cli.main", Broken())
+    monkeypatch.setattr("swzc.commands.cli.main", Broken())
     monkeypatch.setattr(entry, "install", lambda: None)
     monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)  # the run points it at its own folder
     monkeypatch.setattr(sys, "argv", ["swzc", "rewrite", "gemm.cu"])
@@ -338,16 +342,16 @@ def test_a_model_file_from_a_hostile_probe_output(work):
     check_clean_bytes(printed.stdout_bytes + printed.stderr_bytes, device)
 
 
-# Output written around swzc.clean, and why each is clean.  Any other print, echo, JSON text or write to stdout
+# Output written around swzc.core.clean, and why each is clean.  Any other print, echo, JSON text or write to stdout
 # or stderr in swzc's code is a way around the mechanism.
 RAW_OUTPUT = re.compile(r"\bclick\.(?:echo|secho)\(|\bprint\(|\bjson\.dumps?\(|\bsys\.std(?:out|err)\.(?:buffer\.)?write\(")
 AROUND = {
-    "swzc/clean.py": "the mechanism itself",
-    "swzc/entry.py": "the internal error, through clean.text",
-    "swzc/signals.py": "a fixed message: swzc: interrupted",
-    "swzc/bench.py": "report_json: read back and written through clean.dumps by the reports and --json",
-    "swzc/llm/client.py": "the transcript: ASCII JSON that --llm-replay reads back exactly",
-    "swzc/probe/__init__.py": "the model file's strings: JSON's escapes, then clean.text's",
+    "swzc/core/clean.py": "the mechanism itself",
+    "swzc/commands/main.py": "the internal error, through clean.text",
+    "swzc/core/signals.py": "a fixed message: swzc: interrupted",
+    "swzc/verify/bench.py": "report_json: read back and written through clean.dumps by the reports and --json",
+    "swzc/search/llm/client.py": "the transcript: ASCII JSON that --llm-replay reads back exactly",
+    "swzc/target/probe/__init__.py": "the model file's strings: JSON's escapes, then clean.text's",
 }
 
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from support import FIXTURES, TILE2D, needs_nvcc
 
 from swzc import __version__
-from swzc.cli import main
+from swzc.commands.cli import main
 
 
 # Line 3, column 5 is the first thing tree-sitter cannot parse.

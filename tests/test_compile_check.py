@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from swzc import compile as compiling
-from swzc.compile import CompileReport, compile_check
-from swzc.hw import load as load_hw
+from swzc.target import compile as compiling
+from swzc.target.compile import CompileReport, compile_check
+from swzc.target.hw import load as load_hw
 
 OLD = b"__global__ void k(float* c) { c[blockIdx.x] = 1; }\n"
 NEW = b"// rewritten\n" + OLD

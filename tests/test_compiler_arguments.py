@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from support import NAIVE_GEMM
 
-from swzc import processes
-from swzc.cli import main
-from swzc.errors import SwzcError
+from swzc.core import processes
+from swzc.commands.cli import main
+from swzc.core.errors import SwzcError
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
@@ -108,11 +108,11 @@ def test_a_memory_limit_holds_for_the_command_and_what_it_starts(tmp_path):
 
 
 def test_the_compile_check_runs_its_compiler_under_the_memory_limit(tmp_path, monkeypatch):
-    from swzc import compile as compiling
+    from swzc.target import compile as compiling
     seen = []
     monkeypatch.setattr(processes, "run", lambda cmd, timeout, **kw: seen.append(kw) or processes.Finished("x", 0, "", ""))
     monkeypatch.setattr(compiling, "compiler", lambda dialect: "nvcc")
-    from swzc.hw import load
+    from swzc.target.hw import load
     compiling.compile_copy("k.cu", b"int x;\n", "cuda", load("h200"), (), str(tmp_path))
     assert seen and seen[0]["memory_bytes"] == compiling.MEMORY_BYTES
 
@@ -120,7 +120,7 @@ def test_the_compile_check_runs_its_compiler_under_the_memory_limit(tmp_path, mo
 @pytest.mark.parametrize("name", ["x;touch ran;.cu", "$(touch ran).cu", "`touch ran`.cu", "a b.cu", "it's.cu", "-o.cu"])
 def test_the_file_name_in_a_bench_command_stays_one_word(tmp_path, name):
     """--bench-cmd "cat {file}": the name is the file's (anyone's), so it is quoted, never read as shell code."""
-    from swzc import program
+    from swzc.verify import program
     (tmp_path / name).write_text("int x;\n")
     done = program.shell("cat -- {file}", tmp_path, name)
     assert done.ok and done.stdout == "int x;\n" and not (tmp_path / "ran").exists()

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from llm_server import ReplyJson, serve, valid_reply
 from support import NAIVE_GEMM
 
-from swzc import config
-from swzc.errors import SwzcError
-from swzc.cli import main
+from swzc.pipeline import config
+from swzc.core.errors import SwzcError
+from swzc.commands.cli import main
 
 GEMM = NAIVE_GEMM.replace("#define TILE 16\n", '#include "sizes.h"\n')  # its tile size from a header
 assert GEMM != NAIVE_GEMM

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from support import CORPUS, needs_nvcc
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 FILES = sorted(CORPUS.glob("*.cu"))
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from support import needs_nvcc
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 ROOT = Path(__file__).parent / "corpus_real"
 CASES = sorted(d for d in ROOT.iterdir() if (d / "case.toml").is_file())

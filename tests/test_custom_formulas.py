@@ -4,15 +4,15 @@ counterexample a model can act on, and how they are spliced in and ranked like a
 import pytest
 from support import GROUPED_8_BODY, NAIVE_GEMM
 
-from swzc.analysis import analyze
-from swzc.llm.restrict import check_body
+from swzc.analysis.kernels import analyze
+from swzc.search.llm.restrict import check_body
 from swzc.passes import block_swizzle
-from swzc.proposers import KernelTask, Proposed, vet
-from swzc.prove import prove
-from swzc.rank import Ranking, rank
-from swzc.source import load_bytes
-from swzc.swizzles import CustomSwizzle, cxx_library, parse_spec
-from swzc.context import FileContext
+from swzc.search.proposers import KernelTask, Proposed, vet
+from swzc.formulas.prove import prove
+from swzc.model.rank import Ranking, rank
+from swzc.frontend.source import load_bytes
+from swzc.formulas.swizzles import CustomSwizzle, cxx_library, parse_spec
+from swzc.analysis.context import FileContext
 
 # Triton's GROUP_M order, written as a model would: G rows per group, columns walked inside the group.
 GROUPED_8 = GROUPED_8_BODY
@@ -151,7 +151,7 @@ def test_a_custom_formula_is_predicted_with_the_residency_the_family_was_ranked_
     the ranking lacks, must be predicted with that residency too, not with the default of 8 blocks."""
     import dataclasses
 
-    from swzc.proposers import predict
+    from swzc.search.proposers import predict
 
     src = load_bytes("g.cu", GEMM.encode())
     analysis = analyze(FileContext(src))
@@ -171,6 +171,6 @@ def test_a_custom_formula_is_predicted_with_the_residency_the_family_was_ranked_
 
 
 def block_swizzle_hw():
-    from swzc.pipeline import load_hw
+    from swzc.pipeline.driver import load_hw
 
     return load_hw("h200")

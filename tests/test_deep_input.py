@@ -17,12 +17,20 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from swzc import analysis, observe, residency, source, splice_safety
-from swzc import compile as compiling
-from swzc import hw as hwmodels
-from swzc.cli import main
-from swzc.context import FileContext
-from swzc.preprocess import Preprocessed, Spans
+from swzc.analysis import kernels as analysis
+
+from swzc.verify import observe
+
+from swzc.model import residency
+
+from swzc.frontend import source
+
+from swzc.analysis import splice_safety
+from swzc.target import compile as compiling
+from swzc.target import hw as hwmodels
+from swzc.commands.cli import main
+from swzc.analysis.context import FileContext
+from swzc.frontend.preprocess import Preprocessed, Spans
 
 LIMIT = source.MAX_NESTING
 

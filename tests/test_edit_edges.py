@@ -1,11 +1,11 @@
-"""Edges of the byte edits and the patches built from them, each a case a plausible slip in swzc.edits or
-swzc.patch gets wrong."""
+"""Edges of the byte edits and the patches built from them, each a case a plausible slip in swzc.rewrite.edits or
+swzc.rewrite.patch gets wrong."""
 
 import pytest
 
-from swzc.edits import Edit, rewrite
-from swzc.errors import ExitCode, SwzcError
-from swzc.source import load_bytes
+from swzc.rewrite.edits import Edit, rewrite
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.frontend.source import load_bytes
 
 # tree-sitter assumes the missing ';' after `return 1`: a zero-width issue at offset 18
 MISSING_SEMICOLON = b"int f() { return 1 }\nint g() { return 2; }\n"
@@ -30,8 +30,8 @@ def test_an_edit_that_adds_a_second_issue_next_to_a_kept_one_is_refused():
 
 # ---- patches ------------------------------------------------------------------------------------------------
 
-from swzc.edits import apply_edits  # noqa: E402
-from swzc.patch import check_patch, header_path, patch_from_edits, patch_path, unified_patch  # noqa: E402
+from swzc.rewrite.edits import apply_edits  # noqa: E402
+from swzc.rewrite.patch import check_patch, header_path, patch_from_edits, patch_path, unified_patch  # noqa: E402
 
 OLD = b"".join(b"line %d\n" % i for i in range(1, 21))
 

@@ -1,4 +1,4 @@
-"""swzc.edits (byte-range edits) and swzc.patch (unified patches that `git apply` must accept)."""
+"""swzc.rewrite.edits (byte-range edits) and swzc.rewrite.patch (unified patches that `git apply` must accept)."""
 
 import os
 import shutil
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swzc.edits import Edit, apply_edits, overlapping, rewrite
-from swzc.errors import ExitCode, SwzcError
-from swzc.patch import check_patch, header_path, patch_from_edits, patch_path, unified_patch
-from swzc.source import load_bytes
+from swzc.rewrite.edits import Edit, apply_edits, overlapping, rewrite
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.rewrite.patch import check_patch, header_path, patch_from_edits, patch_path, unified_patch
+from swzc.frontend.source import load_bytes
 
 DATA = b"0123456789"
 

@@ -1,7 +1,7 @@
-"""swzc.evaluate: C semantics for the values swzc reads out of a file (grid sizes, decode divisors, macros).
+"""swzc.frontend.evaluate: C semantics for the values swzc reads out of a file (grid sizes, decode divisors, macros).
 
 Most tests go through the public path a user relies on: a small CUDA file with one kernel and one launch,
-analysed with swzc.analysis.analyze, and the launch's evaluated grid compared with what the C compiler
+analysed with swzc.analysis.kernels.analyze, and the launch's evaluated grid compared with what the C compiler
 would compute.  Anything the file does not pin down must come back as None, never as a guess.
 """
 
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from swzc.analysis import analyze
-from swzc.evaluate import Evaluator, Macro, Scope, c_int, expression_of, number
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.frontend.evaluate import Evaluator, Macro, Scope, c_int, expression_of, number
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 KERNEL = "__global__ void k(float* p) { p[blockIdx.x] = 0.f; }\n"
 

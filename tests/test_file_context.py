@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from swzc import harness, pipeline
-from swzc.analysis import analyze
-from swzc.context import FileContext
-from swzc.harness import Buffer, plan_launch
-from swzc.hw import load as load_hw
-from swzc.preprocess import CompileContext
-from swzc.source import load_bytes
+from swzc.verify import harness
+
+from swzc.pipeline import driver as pipeline
+from swzc.analysis.kernels import analyze
+from swzc.analysis.context import FileContext
+from swzc.verify.harness import Buffer, plan_launch
+from swzc.target.hw import load as load_hw
+from swzc.frontend.preprocess import CompileContext
+from swzc.frontend.source import load_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 

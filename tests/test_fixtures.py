@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from support import FIXTURES, needs_nvcc
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 CASES = sorted(d for d in FIXTURES.iterdir() if (d / "case.toml").is_file())
 UPDATE = os.environ.get("SWZC_UPDATE_FIXTURES") == "1"

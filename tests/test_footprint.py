@@ -11,16 +11,16 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT, has_gpu
 
-from swzc import footprint as fpmod
-from swzc import hw as hwmodels
-from swzc.analysis import analyze
-from swzc.records import Decode, TileLoop
-from swzc.syntax import walk
-from swzc.cli import main
-from swzc.footprint import Footprint, UnknownAccess, footprint
-from swzc.rank import Ranking, rank
-from swzc.source import load, load_bytes
-from swzc.context import FileContext
+from swzc.model import footprint as fpmod
+from swzc.target import hw as hwmodels
+from swzc.analysis.kernels import analyze
+from swzc.analysis.records import Decode, TileLoop
+from swzc.frontend.syntax import walk
+from swzc.commands.cli import main
+from swzc.model.footprint import Footprint, UnknownAccess, footprint
+from swzc.model.rank import Ranking, rank
+from swzc.frontend.source import load, load_bytes
+from swzc.analysis.context import FileContext
 
 SUITE = ROOT / "bench" / "suite" / "kernels"
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT, has_gpu
 
-from swzc.cli import main
-from swzc.context import FileContext
+from swzc.commands.cli import main
+from swzc.analysis.context import FileContext
 
 
 
@@ -50,11 +50,11 @@ def test_rewritten_example_matches_bit_for_bit(example, swizzle, args, tmp_path)
 
 def test_planted_wrong_swizzle_is_caught(tmp_path):
     """A rewrite that maps blocks to the wrong tiles (rows and columns swapped) must fail the output check."""
-    from swzc.analysis import analyze
-    from swzc.harness import build, plan_launch, run_harness
-    from swzc.pipeline import RunPlan, Options, load_hw, rewrite_source
-    from swzc.source import load
-    from swzc.swizzles import parse_spec
+    from swzc.analysis.kernels import analyze
+    from swzc.verify.harness import build, plan_launch, run_harness
+    from swzc.pipeline.driver import RunPlan, Options, load_hw, rewrite_source
+    from swzc.frontend.source import load
+    from swzc.formulas.swizzles import parse_spec
 
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
     analysis = analyze(FileContext(src))
@@ -69,8 +69,8 @@ def test_planted_wrong_swizzle_is_caught(tmp_path):
 
 def test_planted_slower_swizzle_is_declined():
     """Every reorder of the 2D stencil measured slower on the H200: the loop must keep identity."""
-    from swzc.pipeline import Options, load_hw, rewrite_file
-    from swzc.swizzles import parse_spec
+    from swzc.pipeline.driver import Options, load_hw, rewrite_file
+    from swzc.formulas.swizzles import parse_spec
 
     options = Options(hw=load_hw("h200"), swizzle=parse_spec("hilbert:8"), compile=False, bench=True, rounds=15)
     result = rewrite_file(str(ROOT / "bench" / "l2" / "kernels" / "stencil2d.cu"), options)
@@ -83,8 +83,8 @@ def test_planted_slower_swizzle_is_declined():
 def test_hip_source_runs_through_the_loop():
     """A HIP source on the NVIDIA GPU: HIP launcher and harness through the compatibility header, checked,
     timed and profiled like a CUDA one."""
-    from swzc.pipeline import Options, load_hw, rewrite_file
-    from swzc.swizzles import parse_spec
+    from swzc.pipeline.driver import Options, load_hw, rewrite_file
+    from swzc.formulas.swizzles import parse_spec
 
     options = Options(hw=load_hw("h200"), swizzle=parse_spec("grouped:8"), compile=False, bench=True, rounds=10)
     result = rewrite_file(str(ROOT / "fixtures" / "hip_gemm" / "input.hip"), options)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from support import ROOT, needs_nvcc
 
-from swzc.harness import KIND_BYTES, native_dir
+from swzc.verify.harness import KIND_BYTES, native_dir
 
 CXX = shutil.which("c++") or shutil.which("g++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
@@ -131,7 +131,7 @@ KINDS = ["F32", "F64", "F16", "BF16", "E4M3", "E5M2", "I8", "U8", "I16", "U16", 
 @pytest.mark.parametrize("kind", KINDS)
 def test_fills_are_deterministic_differ_by_seed_and_are_finite(driver, kind):
     one, again, two = fill(driver, kind, 4096, 1), fill(driver, kind, 4096, 1), fill(driver, kind, 4096, 2)
-    assert one == again and one != two and len(one) == 4096 * KIND_BYTES[kind]  # the header's sizes are swzc.harness's
+    assert one == again and one != two and len(one) == 4096 * KIND_BYTES[kind]  # the header's sizes are swzc.verify.harness's
     values = decode(kind, one)
     assert values.size == 4096 and np.isfinite(values).all()
     if kind in ("F32", "F64", "F16", "BF16", "E4M3", "E5M2"):

@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from swzc.analysis import analyze
-from swzc.errors import SwzcError
-from swzc.footprint import Access, Footprint
-from swzc.harness import Buffer, Build, LaunchPlan, Scalar, _buffer_shape, _json_lines, fill_parts, harness_source, plan_launch, run_harness
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.core.errors import SwzcError
+from swzc.model.footprint import Access, Footprint
+from swzc.verify.harness import Buffer, Build, LaunchPlan, Scalar, _buffer_shape, _json_lines, fill_parts, harness_source, plan_launch, run_harness
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 PLAN = LaunchPlan("k<float, 4>", (64, 32, 2), (16, 8, 1), 1024, (
     Buffer("a", "float4", 100, "in", "range:-5:7"),

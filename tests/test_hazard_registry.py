@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from swzc.analysis import analyze
-from swzc.cli import main
-from swzc.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.commands.cli import main
+from swzc.analysis.context import FileContext
 from swzc.passes import block_swizzle
-from swzc.records import HAZARD_RULES, HAZARDS, Hazard
-from swzc.source import load_bytes
+from swzc.analysis.records import HAZARD_RULES, HAZARDS, Hazard
+from swzc.frontend.source import load_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "hazards"
@@ -56,7 +56,7 @@ def test_every_hazard_the_code_makes_names_a_registered_rule():
                 if isinstance(rule, ast.Constant):
                     named.append((f"{module.name}:{node.lineno}", rule.value))
     assert named and all(value in HAZARD_RULES for _, value in named), [n for n in named if n[1] not in HAZARD_RULES]
-    from swzc.analysis import _GRID_SYNC
+    from swzc.analysis.kernels import _GRID_SYNC
     assert all(rule in HAZARD_RULES for rule, _ in _GRID_SYNC.values())
     assert Hazard(1, "x", "wait").rule_id == "SWZ101" and Hazard(1, "x", "").rule_id == ""
 

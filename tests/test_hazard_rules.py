@@ -4,10 +4,10 @@ only in the hazard and is rewritten."""
 
 import pytest
 
-from swzc.analysis import analyze
+from swzc.analysis.kernels import analyze
 from swzc.passes import block_swizzle
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 
 def hazards(code: str, kernel: str = "k") -> list:

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 KERNEL = """\
 #include "helpers.cuh"

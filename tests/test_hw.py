@@ -1,4 +1,4 @@
-"""swzc.hw: the bundled hardware models and the validation of a model file."""
+"""swzc.target.hw: the bundled hardware models and the validation of a model file."""
 
 import json
 import dataclasses
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swzc import hw
-from swzc.errors import ExitCode, SwzcError
+from swzc.target import hw
+from swzc.core.errors import ExitCode, SwzcError
 
 H200_TOML = (Path(__file__).resolve().parents[1] / "hwmodels" / "h200.toml").read_text()
 

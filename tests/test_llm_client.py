@@ -37,9 +37,9 @@ from llm_server import (
     serve,
     valid_reply,
 )
-import swzc.llm.client as client_module
-from swzc.errors import ExitCode
-from swzc.llm.client import (
+import swzc.search.llm.client as client_module
+from swzc.core.errors import ExitCode
+from swzc.search.llm.client import (
     MAX_REPLY_BYTES,
     MAX_TRANSCRIPT_BYTES,
     ChatClient,

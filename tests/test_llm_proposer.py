@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from llm_server import Hang, ReplyJson, Status, serve, valid_reply
 from support import GROUPED_8_BODY, NAIVE_GEMM, needs_nvcc
 
-from swzc import prove as prove_module
-from swzc.cli import main
-from swzc.llm.client import load_transcript
+from swzc.formulas import prove as prove_module
+from swzc.commands.cli import main
+from swzc.search.llm.client import load_transcript
 
 KEY = "sk-test-5f1d0c9e-not-a-real-key"
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swzc.llm.restrict import MIN_MAX_CXX, Checked, Violation, check_body
-from swzc.swizzles import CustomSwizzle
+from swzc.search.llm.restrict import MIN_MAX_CXX, Checked, Violation, check_body
+from swzc.formulas.swizzles import CustomSwizzle
 
 GROUPED = """\
 // GROUP_M-style order: column-major inside groups of 8 rows, the last group clamped.

@@ -8,15 +8,15 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT
 
-from swzc import hw as hwmodels
-from swzc.analysis import analyze
-from swzc.cli import main
-from swzc.footprint import footprint
-from swzc.l2model import L2Model
-from swzc.prove import dispatch_maps
-from swzc.source import load, load_bytes
-from swzc.swizzles import parse_spec
-from swzc.context import FileContext
+from swzc.target import hw as hwmodels
+from swzc.analysis.kernels import analyze
+from swzc.commands.cli import main
+from swzc.model.footprint import footprint
+from swzc.model.l2model import L2Model
+from swzc.formulas.prove import dispatch_maps
+from swzc.frontend.source import load, load_bytes
+from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 KERNELS = ROOT / "bench" / "l2" / "kernels"
 
@@ -189,7 +189,7 @@ def test_only_a_reader_on_the_same_side_leaves_a_near_partition_copy():
     + 0.9375 + 8 writes x 1.5 = 20.9375; hit rate 1 - 1.9375 / 20.9375 = 90.75 %; sent across, the far
     near-misses and the far writes: 0.5 x (1.875 + 8) = 4.9375.  If the last reader left the copy wherever
     it ran (NEAR_READERS = 1): 1 near miss, 1.5 of 20.5 (92.68 %), 4.5 sent across."""
-    from swzc import l2model
+    from swzc.model import l2model
 
     code = SHARED.replace("k<<<4, 8>>>", "k<<<8, 8>>>")
     h200 = hwmodels.load("h200")
@@ -265,7 +265,7 @@ def test_mi300x_stencil_gains_from_the_chiplet_remap():
 def test_the_ranking_runs_the_model_with_the_kernels_residency():
     """The naive GEMM as it is (8 blocks per SM: 256 threads) and with 40 KB of static shared memory a block
     (5 per SM): with fewer blocks at once, fewer of identity's B reuses (256 positions apart) are in step."""
-    from swzc.rank import rank
+    from swzc.model.rank import rank
 
     text = (KERNELS / "naive_gemm.cu").read_text()
     heavy = text.replace("  float acc = 0.0f;", "  __shared__ float pad[10240];\n  if (n < 0) pad[threadIdx.x] = 0.0f;\n  float acc = 0.0f;", 1)
@@ -299,7 +299,7 @@ def test_the_stencil_s_halo_comes_from_the_neighbour_that_read_it():
 def test_a_key_per_block_is_told_from_keys_that_repeat():
     """The shortcut for streams where every block has its own key (no sort needed) must not take a stream
     whose keys repeat: row 1 column 0 of a 64-column grid with offsets (2048, 64) is row 0 column 32."""
-    from swzc.l2model import _one_block_each
+    from swzc.model.l2model import _one_block_each
 
     assert _one_block_each((8192, 4, 0), (256, 1024, 1))  # 4 x 1023 < 8192: rows never meet
     assert _one_block_each((0, 4, 0), (1, 1024, 1))  # a single row
@@ -422,7 +422,7 @@ def test_kernels_of_one_shape_rank_apart_when_only_one_stages_its_reads():
     """The two kernels read and write the same footprints; only `staged` copies through shared memory behind
     a barrier, so on the H200 only its in-step reuses are merged: a ranking kept for one shape must not stand
     for the other."""
-    from swzc.rank import rank
+    from swzc.model.rank import rank
 
     src = load_bytes("twins.cu", TWINS.encode())
     direct, staged = analyze(FileContext(src)).kernels
@@ -436,7 +436,7 @@ def test_kernels_of_one_shape_rank_apart_when_only_one_stages_its_reads():
 def test_a_grid_modelled_over_its_first_blocks_reports_reads_and_merges_for_all_of_it():
     """512 x 512 blocks are modelled over the first 65,536 positions and scaled to the whole grid: the reads
     are every block's footprint, and the merged reads grow with them."""
-    from swzc.rank import rank
+    from swzc.model.rank import rank
 
     src = load_bytes("big.cu", TWINS.replace("dim3(256, 256)", "dim3(512, 512)").replace("4096", "8192").encode())
     staged = analyze(FileContext(src)).kernels[1]
@@ -447,7 +447,7 @@ def test_a_grid_modelled_over_its_first_blocks_reports_reads_and_merges_for_all_
 
 
 def _predicted(*rates):
-    from swzc.l2model import Prediction
+    from swzc.model.l2model import Prediction
 
     return [Prediction(name, rate, 1e6, 100, 10) for name, rate in rates]
 
@@ -455,7 +455,7 @@ def _predicted(*rates):
 def test_a_gpu_times_the_best_then_the_best_of_each_other_kind_the_model_rates_as_a_tie():
     """Within TIE_POINTS (3) of the best, each kind not yet taken comes forward in rank order (the xcd
     composition is a kind of its own); below the tie, and for kinds already taken, the ranking stands."""
-    from swzc.rank import TIE_POINTS, measuring_order
+    from swzc.model.rank import TIE_POINTS, measuring_order
 
     assert TIE_POINTS == 3.0
     ranked = _predicted(("serpentine:8", 86.2), ("hilbert:16", 85.7), ("serpentine:16", 85.6), ("grouped:8", 85.3),
@@ -470,8 +470,8 @@ def test_a_gpu_times_the_best_then_the_best_of_each_other_kind_the_model_rates_a
 
 
 def test_the_built_in_proposer_offers_candidates_in_the_order_a_gpu_should_time_them():
-    from swzc.proposers import BuiltinProposer, KernelTask
-    from swzc.rank import Ranking, rank
+    from swzc.search.proposers import BuiltinProposer, KernelTask
+    from swzc.model.rank import Ranking, rank
 
     src = load(str(ROOT / "bench" / "suite" / "kernels" / "gemm_bf16_wmma.cu"))
     analysis = analyze(FileContext(src))
@@ -487,7 +487,7 @@ def test_the_built_in_proposer_offers_candidates_in_the_order_a_gpu_should_time_
 
 def test_gaps_back_to_the_kth_earlier_block_with_the_same_key_in_dispatch_order():
     """Keys 5, 7, 5, 5, 7, 9, 5 at positions 0 to 6: key 5 at 0, 2, 3 and 6, key 7 at 1 and 4."""
-    from swzc.l2model import _occurrences
+    from swzc.model.l2model import _occurrences
 
     occ = _occurrences(np.array([5, 7, 5, 5, 7, 9, 5]), np.arange(7))
     back = occ.gaps_back(4)

@@ -1,4 +1,4 @@
-"""The safe subset (swzc.llm.restrict) to the letter: its limits at their edges, the exact reply a refused body
+"""The safe subset (swzc.search.llm.restrict) to the letter: its limits at their edges, the exact reply a refused body
 gets (line and words, which go back to the LLM), C++'s integer rules as the loop counter follows them, and the
 second parse that makes what is compiled what was checked."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from swzc.llm import restrict
-from swzc.llm.restrict import Checked, Violation, check_body
+from swzc.search.llm import restrict
+from swzc.search.llm.restrict import Checked, Violation, check_body
 
 
 def _only(body: str) -> list[str]:

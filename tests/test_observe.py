@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from support import ROOT, has_gpu
 
-from swzc import observe
-from swzc.analysis import analyze
-from swzc.footprint import Footprint, footprint
-from swzc.observe import (
+from swzc.verify import observe
+from swzc.analysis.kernels import analyze
+from swzc.model.footprint import Footprint, footprint
+from swzc.verify.observe import (
     ObservedLaunch,
     ObservedRun,
     RawLaunch,
@@ -27,9 +27,9 @@ from swzc.observe import (
     parse_observer_output,
     parse_rocprof_trace,
 )
-from swzc.program import ProgramBench
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.verify.program import ProgramBench
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 CUPTI = observe.cupti_location() if shutil.which("nvcc") else None
 needs_cupti = pytest.mark.skipif(CUPTI is None, reason="nvcc with CUPTI (cupti.h, libcupti.so) is not here")
@@ -291,7 +291,7 @@ def test_observer_builds_and_is_reused_from_a_private_cache(observer_cache, monk
 
 @needs_cupti
 def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch):
-    """A cache folder of another user's making is not trusted (the prover's cache rules, swzc.cache)."""
+    """A cache folder of another user's making is not trusted (the prover's cache rules, swzc.core.cache)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     cache = tmp_path / "cache" / "swzc"
     cache.mkdir(parents=True)

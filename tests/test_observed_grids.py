@@ -2,13 +2,13 @@
 ranks each kernel with its real grid and arguments (the run itself is faked here; tests/test_observe.py
 covers the interposer)."""
 
-from swzc import pipeline
-from swzc.analysis import analyze
-from swzc.observe import ObservedLaunch, ObservedRun
-from swzc.program import ProgramBench
-from swzc.rank import Ranking
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.pipeline import driver as pipeline
+from swzc.analysis.kernels import analyze
+from swzc.verify.observe import ObservedLaunch, ObservedRun
+from swzc.verify.program import ProgramBench
+from swzc.model.rank import Ranking
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 RUNTIME = b"""\
 #include <cstdlib>

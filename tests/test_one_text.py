@@ -9,11 +9,11 @@ import unicodedata
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from swzc import prove as prover
-from swzc.errors import SwzcError
-from swzc.llm import restrict
-from swzc.llm.restrict import check_body
-from swzc.swizzles import COMPILABLE_TEXT, CustomSwizzle, cxx_library
+from swzc.formulas import prove as prover
+from swzc.core.errors import SwzcError
+from swzc.search.llm import restrict
+from swzc.search.llm.restrict import check_body
+from swzc.formulas.swizzles import COMPILABLE_TEXT, CustomSwizzle, cxx_library
 
 GOOD = "unsigned col = block.x; // the column\nreturn make_uint3(col, block.y, 0u); /* the same tile */"
 

@@ -1,4 +1,4 @@
-"""`swzc show` and swzc.picture: waves and places worked out by hand, the files it draws, the CLI's refusals."""
+"""`swzc show` and swzc.report.picture: waves and places worked out by hand, the files it draws, the CLI's refusals."""
 
 from dataclasses import replace
 
@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from swzc import hw as hwmodels
-from swzc.cli import main  # before swzc.cli_show: swzc.cli registers the command
-from swzc import picture
-from swzc.bench import Attempt, KernelBench
-from swzc.errors import SwzcError
-from swzc.l2model import Prediction
-from swzc.analysis import analyze
-from swzc.prove import dispatch_maps
-from swzc.source import load_bytes
-from swzc.swizzles import parse_spec
-from swzc.context import FileContext
+from swzc.target import hw as hwmodels
+from swzc.commands.cli import main  # before swzc.commands.show: swzc.commands.cli registers the command
+from swzc.report import picture
+from swzc.verify.bench import Attempt, KernelBench
+from swzc.core.errors import SwzcError
+from swzc.model.l2model import Prediction
+from swzc.analysis.kernels import analyze
+from swzc.formulas.prove import dispatch_maps
+from swzc.frontend.source import load_bytes
+from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

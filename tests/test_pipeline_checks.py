@@ -5,14 +5,14 @@ collide with the file's."""
 import pytest
 from click.testing import CliRunner
 
-from swzc import prove as prover
-from swzc import swizzles
-from swzc.analysis import analyze
-from swzc.cli import main
-from swzc.errors import ExitCode, SwzcError
-from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_file, rewrite_source
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.formulas import prove as prover
+from swzc.formulas import swizzles
+from swzc.analysis.kernels import analyze
+from swzc.commands.cli import main
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_file, rewrite_source
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 # 100 blocks on 8 chiplets: the naive remap x * (T / N) + r is not a permutation there.
 ROW_SUM = """\

@@ -4,14 +4,14 @@ observation of a program)."""
 
 import pytest
 
-from swzc import pipeline
-from swzc.analysis import analyze
-from swzc.errors import ExitCode, SwzcError
-from swzc.observe import ObservedLaunch, ObservedRun
-from swzc.pipeline import Options, analyze_file, load_hw, parse_swizzle, rewrite_source
-from swzc.program import ProgramBench
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.pipeline import driver as pipeline
+from swzc.analysis.kernels import analyze
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.verify.observe import ObservedLaunch, ObservedRun
+from swzc.pipeline.driver import Options, analyze_file, load_hw, parse_swizzle, rewrite_source
+from swzc.verify.program import ProgramBench
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 
 def rewritten(code: str, swizzle: str | None = "grouped:8", hw: str = "h200", **options):
@@ -230,7 +230,7 @@ def test_a_program_run_replaces_the_file_s_launches_in_the_benchmarked_rewrite(m
 
 
 def test_the_library_compile_checks_a_rewrite_unless_told_not_to(tmp_path, monkeypatch):
-    from swzc.compile import CompileReport
+    from swzc.target.compile import CompileReport
 
     checked = []
     monkeypatch.setattr(pipeline, "compile_check", lambda *a: checked.append(a) or CompileReport("ok", "nvcc k.cu"))

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 from support import needs_nvcc
 
-from swzc.context import FileContext
-from swzc.cli import main
-from swzc.evaluate import Evaluator, expression_of
-from swzc.preprocess import CompileContext, context_from_flags, preprocess
-from swzc.source import load_bytes
+from swzc.analysis.context import FileContext
+from swzc.commands.cli import main
+from swzc.frontend.evaluate import Evaluator, expression_of
+from swzc.frontend.preprocess import CompileContext, context_from_flags, preprocess
+from swzc.frontend.source import load_bytes
 
 KERNEL = """\
 __global__ void stencil(const DATA_TYPE* a, DATA_TYPE* b, int n) {
@@ -241,7 +241,7 @@ def test_nested_macros_cannot_make_the_analysis_hang(tmp_path):
         int main() { stencil<<<L12(1,1,1,1,1,1,1,1,1,1), 16>>>(0, 0, 1); return 0; }
         """)
     (tmp_path / "bomb.cu").write_text(text)
-    run = subprocess.run([sys.executable, "-P", "-c", "import sys; from swzc.cli import main; sys.argv = ['swzc', 'analyze', sys.argv[1], '--json']; main()",
+    run = subprocess.run([sys.executable, "-P", "-c", "import sys; from swzc.commands.cli import main; sys.argv = ['swzc', 'analyze', sys.argv[1], '--json']; main()",
                           str(tmp_path / "bomb.cu")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode in (0, 1), run.stderr
     assert "Traceback" not in run.stderr
@@ -274,7 +274,7 @@ __global__ void persistent(const float* in, float* out, int tiles_m, int tiles_n
 }
 """
     (tmp_path / "k.cu").write_text(text)
-    from swzc.pipeline import analyze_file, parse_bindings, parse_launch_facts
+    from swzc.pipeline.driver import analyze_file, parse_bindings, parse_launch_facts
 
     _, analysis = analyze_file(str(tmp_path / "k.cu"), parse_bindings(["tiles_m=64", "tiles_n=32"]),
                                facts=parse_launch_facts(["persistent=132"], ["persistent=16,16"]))

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 from support import has_gpu, needs_nvcc
 
-from swzc import hw
-from swzc import probe
-from swzc.cli import main
-from swzc.errors import ExitCode, SwzcError
+from swzc.target import hw
+from swzc.target import probe
+from swzc.commands.cli import main
+from swzc.core.errors import ExitCode, SwzcError
 
 HEADER = """\
 swzc-probe 1

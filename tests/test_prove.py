@@ -15,9 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swzc import cache, prove as prover
-from swzc import swizzles
-from swzc.swizzles import parse_spec
+from swzc.core import cache
+
+from swzc.formulas import prove as prover
+from swzc.formulas import swizzles
+from swzc.formulas.swizzles import parse_spec
 
 SPECS = [parse_spec(s) for s in (
     "colmajor", "grouped:1", "grouped:2", "grouped:3", "grouped:8", "grouped:64", "xcd:1", "xcd:3", "xcd:8",

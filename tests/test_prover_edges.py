@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from swzc import processes, prove as prover
-from swzc.errors import ExitCode, SwzcError
-from swzc.swizzles import parse_spec
+from swzc.core import processes
+
+from swzc.formulas import prove as prover
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.formulas.swizzles import parse_spec
 
 
 def _tools(folder: Path, *names: str) -> None:
@@ -320,7 +322,7 @@ def test_a_sanitizer_report_is_mapped_to_the_body_and_its_line():
 
 
 def test_each_outside_body_is_found_once_at_its_lines():
-    from swzc.swizzles import CustomSwizzle
+    from swzc.formulas.swizzles import CustomSwizzle
 
     a = CustomSwizzle("a", "unsigned x = block.x;\nreturn block;")
     b = CustomSwizzle("b", "return block;")
@@ -346,7 +348,7 @@ def test_without_the_launcher_the_prover_runs_from_its_descriptor_under_the_shel
 
 
 def test_a_body_that_begins_with_a_blank_line_is_found_at_its_first_line():
-    from swzc.swizzles import CustomSwizzle
+    from swzc.formulas.swizzles import CustomSwizzle
 
     blank = CustomSwizzle("blank", "\nreturn block;")
     uses = ((blank, "2d"),)

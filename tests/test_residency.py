@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from support import ROOT, needs_nvcc
-from swzc import residency as residency_module
-from swzc.analysis import analyze
-from swzc.hw import load as load_hw
-from swzc.residency import (KernelResources, Residency, kernel_name, occupancy, parse_amd_remarks, parse_ptxas,
+from swzc.model import residency as residency_module
+from swzc.analysis.kernels import analyze
+from swzc.target.hw import load as load_hw
+from swzc.model.residency import (KernelResources, Residency, kernel_name, occupancy, parse_amd_remarks, parse_ptxas,
                             register_budget, residency, resource_usage)
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 H200 = load_hw("h200")
 MI300X = load_hw("mi300x")

@@ -16,12 +16,14 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swzc import __version__, emitters
-from swzc.bench import Attempt, KernelBench
-from swzc.cli import main
-from swzc.edits import Edit, apply_edits, overlapping
-from swzc.findings import findings_from, line_hunks, parse_changed_lines, parts
-from swzc.pipeline import Options, load_hw, rewrite_file
+from swzc import __version__
+
+from swzc.report import emitters
+from swzc.verify.bench import Attempt, KernelBench
+from swzc.commands.cli import main
+from swzc.rewrite.edits import Edit, apply_edits, overlapping
+from swzc.report.findings import findings_from, line_hunks, parse_changed_lines, parts
+from swzc.pipeline.driver import Options, load_hw, rewrite_file
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"  # OASIS's, errata 01
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -238,8 +240,8 @@ def test_rdjson_suggestions_applied_give_the_rewrite(repo, name):
 def test_every_format_adds_up_to_the_rewrite_with_shared_helpers_and_one_line_kernels(case, swizzle, monkeypatch):
     """Kernels that share a helper carry its edits each, and a one-line kernel shares its line with the
     swizzle functions: each file's parts still give the rewrite exactly, and each fix alone re-parses."""
-    from swzc.pipeline import parse_swizzle
-    from swzc.source import load_bytes
+    from swzc.pipeline.driver import parse_swizzle
+    from swzc.frontend.source import load_bytes
 
     monkeypatch.chdir(FIXTURES / case)
     (src,) = Path(".").glob("input.*")
@@ -500,8 +502,8 @@ def test_line_hunks_give_the_edited_file(text, newline_at_end, raw):
 
 
 def test_fixes_that_do_not_add_up_to_the_rewrite_are_an_internal_error(tmp_path):
-    from swzc.errors import SwzcError
-    from swzc.findings import shared_library
+    from swzc.core.errors import SwzcError
+    from swzc.report.findings import shared_library
 
     path = tmp_path / "gemm.cu"
     path.write_bytes(GEMM)

@@ -4,14 +4,14 @@ may contain."""
 
 import pytest
 
-from swzc.analysis import analyze
-from swzc.evaluate import Macro, expression_of
+from swzc.analysis.kernels import analyze
+from swzc.frontend.evaluate import Macro, expression_of
 from swzc.passes import block_swizzle
-from swzc.pipeline import RunPlan, Options, load_hw, parse_swizzle, rewrite_source
-from swzc.source import load_bytes
-from swzc.splice_safety import side_effect
-from swzc.swizzles import parse_spec
-from swzc.context import FileContext
+from swzc.pipeline.driver import RunPlan, Options, load_hw, parse_swizzle, rewrite_source
+from swzc.frontend.source import load_bytes
+from swzc.analysis.splice_safety import side_effect
+from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 
 def analysed(code: str):
@@ -180,7 +180,7 @@ def test_which_helpers_another_file_could_call(helper, external):
 
 
 def test_a_file_s_pure_functions_are_found_whatever_their_order_and_overloads():
-    from swzc.splice_safety import side_effect_in
+    from swzc.analysis.splice_safety import side_effect_in
 
     code = ("__device__ int twice(int a) { return a * 2; }\n__device__ int quad(int a) { return twice(twice(a)); }\n"
             "__device__ int noisy(int a) { return atomicAdd(&a, 1); }\n__device__ int both(int a) { return a; }\n"

@@ -3,11 +3,11 @@ choosers and read once by the rewrite."""
 
 import dataclasses
 
-from swzc.analysis import analyze
-from swzc.context import FileContext
-from swzc.pipeline import Options, RunPlan, choose_by_model, load_hw, rewrite_source
-from swzc.source import load_bytes
-from swzc.swizzles import parse_spec
+from swzc.analysis.kernels import analyze
+from swzc.analysis.context import FileContext
+from swzc.pipeline.driver import Options, RunPlan, choose_by_model, load_hw, rewrite_source
+from swzc.frontend.source import load_bytes
+from swzc.formulas.swizzles import parse_spec
 
 TWO_KERNELS = b"""\
 __global__ void add(float* c, const float* a, const float* b) {

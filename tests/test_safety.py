@@ -18,13 +18,16 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT, TILE2D, has_gpu, needs_nvcc
 
-from swzc import cache, cli as cli_module
-from swzc import compile as compiling
-from swzc import outputs, signals
-from swzc import prove as prover
-from swzc.cli import main
-from swzc.compile import compile_check
-from swzc.hw import load as load_hw
+from swzc.core import cache
+
+from swzc.commands import cli as cli_module
+from swzc.target import compile as compiling
+from swzc.core import outputs
+from swzc.core import signals
+from swzc.formulas import prove as prover
+from swzc.commands.cli import main
+from swzc.target.compile import compile_check
+from swzc.target.hw import load as load_hw
 
 
 # The file never names uint3, so it compiles; the spliced swizzle declares `const uint3 swzc_block`, which
@@ -74,7 +77,7 @@ def test_benchmarking_is_off_by_default_even_with_a_gpu(work, monkeypatch):
         raise AssertionError("the benchmark ran without being asked for")
 
     monkeypatch.setattr(cli_module, "gpu_present", lambda: True)
-    monkeypatch.setattr("swzc.pipeline.Bencher", bencher)
+    monkeypatch.setattr("swzc.pipeline.driver.Bencher", bencher)
     result = invoke("rewrite", "k.cu", "--no-compile", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -82,7 +85,7 @@ def test_benchmarking_is_off_by_default_even_with_a_gpu(work, monkeypatch):
 
 
 def test_bench_on_the_command_line_still_benchmarks(work, monkeypatch):
-    from swzc.errors import ExitCode, SwzcError
+    from swzc.core.errors import ExitCode, SwzcError
 
     called = []
 
@@ -91,7 +94,7 @@ def test_bench_on_the_command_line_still_benchmarks(work, monkeypatch):
         raise SwzcError("no harness in this test", ExitCode.CHECK_FAILED)
 
     monkeypatch.setattr(cli_module, "gpu_present", lambda: True)
-    monkeypatch.setattr("swzc.pipeline.Bencher", bencher)
+    monkeypatch.setattr("swzc.pipeline.driver.Bencher", bencher)
     result = invoke("rewrite", "k.cu", "--no-compile", "--json", "--bench")
     assert called and json.loads(result.stdout)["benchmarked"] is True
 

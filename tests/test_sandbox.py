@@ -15,9 +15,9 @@ import threading
 
 import pytest
 
-from swzc import prove as prover
-from swzc.errors import SwzcError
-from swzc.swizzles import CustomSwizzle
+from swzc.formulas import prove as prover
+from swzc.core.errors import SwzcError
+from swzc.formulas.swizzles import CustomSwizzle
 
 pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.machine() != "x86_64",
                                 reason="raw x86-64 Linux system calls")
@@ -53,7 +53,7 @@ def _attempt(formula: CustomSwizzle, layers: tuple[str, ...], monkeypatch) -> st
 
 def _in_force(monkeypatch) -> tuple[str, ...]:
     monkeypatch.setattr(prover, "SANDBOX_LAYERS", ALL)
-    from swzc.swizzles import parse_spec
+    from swzc.formulas.swizzles import parse_spec
     (proof,) = prover.prove([(parse_spec("grouped:2"), "2d", SHAPE)])
     return proof.sandbox
 

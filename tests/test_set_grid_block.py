@@ -2,9 +2,9 @@
 
 import pytest
 
-from swzc.records import LaunchFact
-from swzc.errors import SwzcError
-from swzc.pipeline import parse_bindings, parse_launch_facts
+from swzc.analysis.records import LaunchFact
+from swzc.core.errors import SwzcError
+from swzc.pipeline.driver import parse_bindings, parse_launch_facts
 
 
 def test_set_reads_integers_in_any_base_floats_and_type_names():
@@ -87,7 +87,7 @@ def test_a_size_not_known_is_named_with_the_option_that_gives_it(tmp_path):
 
     from click.testing import CliRunner
 
-    from swzc.cli import main
+    from swzc.commands.cli import main
 
     kernel = ("__global__ void tr(const float* in, float* out) {\n"
               "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from support import ROOT
 
-from swzc.cli import main
+from swzc.commands.cli import main
 
 # Rows from blockIdx.y, columns from blockIdx.x, a launch the file fixes: the model alone chooses an order.
 GEMM = b"""\

@@ -4,8 +4,8 @@ references written from their definitions: the prover shows a bijection, these s
 import numpy as np
 import pytest
 
-from swzc.prove import dispatch_maps
-from swzc.swizzles import parse_spec
+from swzc.formulas.prove import dispatch_maps
+from swzc.formulas.swizzles import parse_spec
 
 Order = list[int]  # the row-major tile id each dispatch position runs
 

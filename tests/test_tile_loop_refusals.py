@@ -3,10 +3,10 @@ loop variable's type, the ways out of the loop, guards before it, and what a til
 
 import pytest
 
-from swzc.analysis import analyze
+from swzc.analysis.kernels import analyze
 from swzc.passes import block_swizzle
-from swzc.source import load_bytes
-from swzc.context import FileContext
+from swzc.frontend.source import load_bytes
+from swzc.analysis.context import FileContext
 
 
 def kernel_of(code: str, path: str = "t.cu"):

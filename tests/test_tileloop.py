@@ -7,13 +7,13 @@ import subprocess
 import pytest
 from support import ROOT, has_gpu, needs_nvcc
 
-from swzc.analysis import analyze
-from swzc.evaluate import expression_of
+from swzc.analysis.kernels import analyze
+from swzc.frontend.evaluate import expression_of
 from swzc.passes import block_swizzle
-from swzc.pipeline import Options, load_hw, parse_swizzle, rewrite_source
-from swzc.source import load_bytes
-from swzc.splice_safety import side_effect
-from swzc.context import FileContext
+from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_source
+from swzc.frontend.source import load_bytes
+from swzc.analysis.splice_safety import side_effect
+from swzc.analysis.context import FileContext
 
 PERSISTENT = """
 #define CDIV(a, b) (((a) + (b) - 1) / (b))
@@ -194,7 +194,7 @@ def test_a_tile_count_that_is_not_a_tiling_keeps_the_hardware_order():
 
 
 def test_an_unknown_tile_count_is_proven_on_sample_tile_spaces_including_non_tilings():
-    from swzc.prove import sample_shapes
+    from swzc.formulas.prove import sample_shapes
 
     (outcome,) = rewritten(loop_kernel("    o[(t / 8) * 64 + t % 8] = 1;")).outcomes
     assert outcome.proof == f"bijection on {len(sample_shapes('1d'))} sample tile spaces (the file does not fix this loop's tile count)"
@@ -298,7 +298,7 @@ def test_what_is_not_refused(body, before):
     ("BAD(n)", "macro BAD, which does not expand to an expression"),
 ])
 def test_side_effects(expr, effect):
-    from swzc.evaluate import Macro
+    from swzc.frontend.evaluate import Macro
 
     macros = {"NEXT": Macro(None, "(counter++)"), "CDIV": Macro(("a", "b"), "(((a) + (b) - 1) / (b))"),
               "BAD": Macro(("x",), "do { } while (0)")}
@@ -309,7 +309,7 @@ def test_side_effects(expr, effect):
 @pytest.mark.parametrize("expr", ["CDIV(n, 64)", "min(n, 8) * max(m, 2)", "static_cast<int>(n) / 4", "(unsigned)n",
                                   "int(n) + sizeof(float)", "n > 0 ? n : 1"])
 def test_pure_expressions(expr):
-    from swzc.evaluate import Macro
+    from swzc.frontend.evaluate import Macro
 
     assert side_effect(expression_of(expr), {"CDIV": Macro(("a", "b"), "(((a) + (b) - 1) / (b))")}) is None
 
@@ -412,7 +412,9 @@ def test_a_tile_loop_is_ranked_over_its_tiles_never_over_the_launch_grid(monkeyp
     rank the blocks instead, which the swizzle does not move."""
     import dataclasses
 
-    from swzc import pipeline, rank as ranking
+    from swzc.pipeline import driver as pipeline
+
+    from swzc.model import rank as ranking
 
     code = loop_kernel("    o[(t / 16) * 16 + t % 16] = bias[t];", params="float* o, const float* bias, int T")
     src = load_bytes("t.cu", (code + "int main() { k<<<132, 256>>>(0, 0, 4096); }\n").encode())
@@ -472,7 +474,7 @@ def test_the_persistent_gemm_gives_the_same_checksum_with_its_tiles_permuted(tmp
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU here")
 def test_the_persistent_gemm_runs_through_the_acceptance_loop():
     """The harness with the suite's launch spec: original and tile-swizzled kernel checked and timed."""
-    from swzc.pipeline import rewrite_file
+    from swzc.pipeline.driver import rewrite_file
 
     options = Options(hw=load_hw("h200"), swizzle=parse_swizzle("grouped:8"), compile=False, bench=True, rounds=10,
                       launch_spec=str(ROOT / "bench" / "suite" / "launch_specs.toml"))

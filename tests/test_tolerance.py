@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from swzc.cli import main
-from swzc.edits import Edit, moved, rewrite
-from swzc.errors import ExitCode, SwzcError
-from swzc.source import _parser, error_nodes, load_bytes, parse
+from swzc.commands.cli import main
+from swzc.rewrite.edits import Edit, moved, rewrite
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.frontend.source import _parser, error_nodes, load_bytes, parse
 
 KERNEL = """\
 __global__ void tile2d(const float* a, float* b, int n) {
@@ -219,8 +219,8 @@ def test_an_if_splitting_a_host_function_header_is_read_with_the_branch_the_buil
 
 
 def test_defines_choose_the_branch_that_is_read(tmp_path):
-    from swzc.pipeline import analyze_file
-    from swzc.preprocess import CompileContext
+    from swzc.pipeline.driver import analyze_file
+    from swzc.frontend.preprocess import CompileContext
 
     (tmp_path / "k.cu").write_text(SPLIT_HEADER + KERNEL + LAUNCH)
     ctx, _ = analyze_file(str(tmp_path / "k.cu"), context=CompileContext(defines=(("PINNED", "1"),)))
@@ -364,7 +364,7 @@ def test_a_statement_macro_that_reads_the_block_index_is_not_read_past(tmp_path)
 
 
 def test_which_unparsed_device_definitions_may_read_the_block_index():
-    from swzc.analysis import _device_definitions
+    from swzc.analysis.kernels import _device_definitions
 
     assert _device_definitions("HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }") == []
     assert _device_definitions("__device__ int where(int i) ATTRS(4) { return blockIdx.x * i; }")[0] == "where"
@@ -502,7 +502,7 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
     assert sorted(k["name"] for k in doc["kernels"]) == ["bounded", "capped", "nested"]
     assert doc["error"].startswith(str(tmp_path / "k.cu")) and len(doc["syntax_errors"]) >= 3
     assert not (tmp_path / "out.cu").exists()
-    from swzc.analysis import _head_name
+    from swzc.analysis.kernels import _head_name
     assert _head_name(b"__global__ void k(int a) __attribute__((used)) {", 0) == "k"
     assert _head_name(b"__global__ void __launch_bounds__(256, 2) k(int a);", 0) == "k"
     assert _head_name(b" Y(a)\n__global__ void k(int a);", 0) == "Y"  # never read into the next kernel's head

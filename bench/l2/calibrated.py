@@ -30,8 +30,8 @@ sys.path.insert(0, str(HERE))
 
 from compare import ncu_page  # noqa: E402
 from fit import DEFAULT_RESULTS, Kernel, mae, measurements  # noqa: E402
-from swzc import hw as hwmodels  # noqa: E402
-from swzc.l2model import EFFECTIVE, IN_STEP, MERGED, SOFTNESS, L2Model  # noqa: E402
+from swzc.target import hw as hwmodels  # noqa: E402
+from swzc.model.l2model import EFFECTIVE, IN_STEP, MERGED, SOFTNESS, L2Model  # noqa: E402
 
 LRC = ("bench/results/lrc_probe_h200.csv", "bench/results/lrc_probe_tiled_h200.csv",
        "bench/results/lrc_fabric_probe_async_h200.csv")

@@ -24,11 +24,11 @@ import statistics
 import time
 from pathlib import Path
 
-from swzc import hw as hwmodels
-from swzc import source
-from swzc.analysis import analyze
-from swzc.rank import Ranking, candidates, measuring_order, rank
-from swzc.swizzles import parse_spec
+from swzc.target import hw as hwmodels
+from swzc.frontend import source
+from swzc.analysis.kernels import analyze
+from swzc.model.rank import Ranking, candidates, measuring_order, rank
+from swzc.formulas.swizzles import parse_spec
 
 from fit import DEFAULT_RESULTS, FIT, measurements  # noqa: E402  (bench/l2 is the script's folder)
 from make_variants import kernel_source  # noqa: E402

@@ -30,8 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from swzc import hw as hwmodels  # noqa: E402
-from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model  # noqa: E402
+from swzc.target import hw as hwmodels  # noqa: E402
+from swzc.model.l2model import EFFECTIVE, SOFTNESS, L2Model  # noqa: E402
 
 # NEAR_READERS, IN_STEP, MERGED; the third isolates the change of form from the change of constants
 FORMS = {"last-reader": (1, 0.7, 0.4), "same-side": (4, 0.9, 0.1), "same-side, last-reader's constants": (4, 0.7, 0.4)}

@@ -3,7 +3,7 @@
 
     python3 bench/l2/fit.py [--results A.json,B.json] [--hw h200] [--out bench/results/l2_fit_h200.json]
 
-The constants are swzc.l2model's IN_STEP (the share of reuses between co-resident blocks that happen in
+The constants are swzc.model.l2model's IN_STEP (the share of reuses between co-resident blocks that happen in
 step) and MERGED (the share of those the L2 request coalescer merges before L2).  EFFECTIVE and SOFTNESS stay
 as they are.  The fit is a grid search that makes the largest per-kernel mean absolute error of the hit
 rate, over the FIT kernels only, as small as it can; the HELD_OUT kernels are predicted with the result
@@ -19,15 +19,15 @@ import statistics
 import time
 from pathlib import Path
 
-from swzc import hw as hwmodels
-from swzc import source
-from swzc.analysis import analyze
-from swzc.footprint import Footprint
-from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model
-from swzc.prove import dispatch_maps
-from swzc.rank import MAX_MODEL_BLOCKS, _footprint, _resident
-from swzc.residency import residency
-from swzc.swizzles import parse_spec
+from swzc.target import hw as hwmodels
+from swzc.frontend import source
+from swzc.analysis.kernels import analyze
+from swzc.model.footprint import Footprint
+from swzc.model.l2model import EFFECTIVE, SOFTNESS, L2Model
+from swzc.formulas.prove import dispatch_maps
+from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, _resident
+from swzc.model.residency import residency
+from swzc.formulas.swizzles import parse_spec
 
 from make_variants import kernel_source  # noqa: E402  (bench/l2 is the script's folder)
 

@@ -10,7 +10,7 @@ and bench/l2/variants/manifest.json, which bench/l2/run_ncu.sh reads on the GPU 
     python3 bench/l2/make_variants.py [--swzc PATH] [--kernels a,b] [--candidates x,y] [--compile-check]
     python3 bench/l2/make_variants.py --family [--hw h200] [--skip-measured RESULTS.json,...]
 
---family takes, for each kernel, every order swzc ranks on that GPU (swzc.rank.candidates on the kernel's
+--family takes, for each kernel, every order swzc ranks on that GPU (swzc.model.rank.candidates on the kernel's
 tile grid) besides CANDIDATES; --skip-measured leaves out the (kernel, order) pairs a results file holds
 already, except identity, which is measured again as the run's control.
 """
@@ -94,10 +94,10 @@ def kernel_source(kernel: str) -> tuple[Path, str]:
 
 def family(kernel: str, hw_name: str) -> list[str]:
     """Every order swzc ranks for KERNEL on HW_NAME, by name (needs swzc importable)."""
-    from swzc import hw as hwmodels
-    from swzc import source
-    from swzc.analysis import analyze as analyze_file
-    from swzc.rank import _footprint, candidates
+    from swzc.target import hw as hwmodels
+    from swzc.frontend import source
+    from swzc.analysis.kernels import analyze as analyze_file
+    from swzc.model.rank import _footprint, candidates
 
     path, text = kernel_source(kernel)
     src = source.load_bytes(str(path), text.encode())

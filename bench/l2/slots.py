@@ -82,8 +82,8 @@ def predict(out: Path) -> None:
     """The model's L2 hit rate and DRAM bytes for every variant, as it ranks now (waves drift after the
     first) and with every wave starting at once, written before the variants are measured."""
     from fit import Kernel
-    from swzc import hw as hwmodels
-    from swzc.l2model import L2Model
+    from swzc.target import hw as hwmodels
+    from swzc.model.l2model import L2Model
 
     hw = hwmodels.load("h200")
     rows = []
@@ -150,8 +150,8 @@ FINDINGS = [
 def write_mb(kernel: str) -> float:
     """The DRAM bytes (MB) the model counts for `kernel`'s writes: every written unit once."""
     from fit import Kernel
-    from swzc import hw as hwmodels
-    from swzc.l2model import L2Model
+    from swzc.target import hw as hwmodels
+    from swzc.model.l2model import L2Model
 
     k = Kernel(kernel, [{"candidate": "identity"}], hwmodels.load("h200"))
     model = L2Model(k.fp, k.hw)

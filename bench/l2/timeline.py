@@ -284,8 +284,8 @@ FINDINGS = [
 
 def compare(folder: Path, out: Path) -> None:
     from fit import Kernel
-    from swzc import hw as hwmodels
-    from swzc.l2model import _tiles_of
+    from swzc.target import hw as hwmodels
+    from swzc.model.l2model import _tiles_of
 
     hw = hwmodels.load("h200")
     rows = []
@@ -355,8 +355,8 @@ def lag_as_in_step(summary_json: Path) -> None:
     import statistics
 
     from fit import DEFAULT_RESULTS, FIT, HELD_OUT, Kernel, measurements
-    from swzc import hw as hwmodels
-    from swzc.l2model import IN_STEP, MERGED
+    from swzc.target import hw as hwmodels
+    from swzc.model.l2model import IN_STEP, MERGED
 
     lags = {r["kernel"]: r["col_pairs_lag"] for r in json.loads(summary_json.read_text())
             if r["order"] == "identity" and r["kernel"] in SHARE}

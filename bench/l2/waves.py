@@ -27,8 +27,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from fit import Kernel  # noqa: E402
-from swzc import hw as hwmodels  # noqa: E402
-from swzc.l2model import EFFECTIVE, SOFTNESS, L2Model, _keys, _tiles_of  # noqa: E402
+from swzc.target import hw as hwmodels  # noqa: E402
+from swzc.model.l2model import EFFECTIVE, SOFTNESS, L2Model, _keys, _tiles_of  # noqa: E402
 
 FOLDER = HERE / "variants" / "waves"
 SIZES = {  # kernel: (its file, the line that sets the rows, the row counts)

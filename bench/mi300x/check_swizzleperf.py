@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swzc import hw as hwmodels
-from swzc import source
-from swzc.analysis import analyze
-from swzc.footprint import Footprint
-from swzc.l2model import L2Model
-from swzc.prove import dispatch_maps
-from swzc.rank import MAX_MODEL_BLOCKS, Ranking, _footprint, rank
-from swzc.swizzles import parse_spec
+from swzc.target import hw as hwmodels
+from swzc.frontend import source
+from swzc.analysis.kernels import analyze
+from swzc.model.footprint import Footprint
+from swzc.model.l2model import L2Model
+from swzc.formulas.prove import dispatch_maps
+from swzc.model.rank import MAX_MODEL_BLOCKS, Ranking, _footprint, rank
+from swzc.formulas.swizzles import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [

@@ -40,7 +40,7 @@ _RECORDS: dict[str, dict] = {}
 
 
 def _empty_caches() -> None:
-    prove = sys.modules.get("swzc.prove")
+    prove = sys.modules.get("swzc.formulas.prove")
     if prove is not None:
         prove.build_prover.cache_clear()
 

@@ -100,22 +100,22 @@ HOST_TESTS = ("tests/test_harness_host.py", "tests/test_bench.py::test_generated
               "tests/test_bench.py::test_hip_harness_builds_with_nvcc_through_the_compat_header")
 
 TARGETS = (
-    Target("prove", "swzc/prove.py", "prove", ALL_TESTS,
+    Target("prove", "swzc/formulas/prove.py", "prove", ALL_TESTS,
            named=(TextMutant("the pipeline ignores a failed proof (prover answers always 'ok')",
                              "if not a.startswith(\"ok\"))", "if False)"),)),
-    Target("pipeline", "swzc/pipeline.py", "pipeline", ALL_TESTS,
+    Target("pipeline", "swzc/pipeline/driver.py", "pipeline", ALL_TESTS,
            named=(TextMutant("the pipeline ignores a failed proof", "            if not proof.ok:\n",
                              "            if False:\n"),
                   TextMutant("a compile failure is ignored", "        if report.status == \"failed\":\n",
                              "        if False:\n"))),
-    Target("edits", "swzc/edits.py", "edits", ALL_TESTS),
-    Target("patch", "swzc/patch.py", "patch", ALL_TESTS),
-    Target("compile", "swzc/compile.py", "compile", ALL_TESTS,
+    Target("edits", "swzc/rewrite/edits.py", "edits", ALL_TESTS),
+    Target("patch", "swzc/rewrite/patch.py", "patch", ALL_TESTS),
+    Target("compile", "swzc/target/compile.py", "compile", ALL_TESTS,
            named=(TextMutant("the compile check is always 'ok'",
                              "    code, cmd, detail = _compile(name, new, dialect, hw, flags, include_dir)\n",
                              "    code, cmd, detail = _compile(name, new, dialect, hw, flags, include_dir)\n"
                              "    if cmd is not None:\n        return CompileReport(\"ok\", shlex.join(cmd))\n"),)),
-    Target("hazards", "swzc/analysis.py", "hazard detection", ALL_TESTS,
+    Target("hazards", "swzc/analysis/kernels.py", "hazard detection", ALL_TESTS,
            functions=("_hazards", "_spins", "_volatile_names", "_block_macros", "_syntax_hazards", "_kernels_in_errors"),
            regions=(Region("analyze", 'hazards = _hazards(src, "", body', "thread-block clusters"),
                     Region("analyze", 'if "Cooperative" in record.api', '"cooperative-launch"'),
@@ -131,10 +131,10 @@ TARGETS = (
                              "    names = set()\n    for node in walk(root):", "    names = set()\n    for node in ():"),
                   TextMutant("a cooperative launch is not detected", "            if \"Cooperative\" in record.api:\n",
                              "            if False:\n"))),
-    Target("tileloop", "swzc/tileloop.py", "hazard detection", ALL_TESTS,
+    Target("tileloop", "swzc/analysis/tileloop.py", "hazard detection", ALL_TESTS,
            functions=("find", "_hazards", "_varies", "_is_index_x_or_thread", "_skipped_by_some_blocks", "_past_last_tile",
                       "_leaves", "_in_lambda", "_combines", "_index_type")),
-    Target("splice_safety", "swzc/splice_safety.py", "hazard detection", ALL_TESTS),
+    Target("splice_safety", "swzc/analysis/splice_safety.py", "hazard detection", ALL_TESTS),
     Target("block_swizzle", "passes/block_swizzle.py", "hazard detection", ALL_TESTS,
            functions=("refusal", "settle", "variable_name", "splice"),
            named=(TextMutant("the helper consistency rule (settle) is disabled",
@@ -142,7 +142,7 @@ TARGETS = (
                              "    return dict(proposals), []\n    kept = dict(proposals)\n    refused: list[Decision] = []\n"),
                   TextMutant("the swzc_block name-collision guard is off", "    while name in analysis.identifiers:\n",
                              "    while False:\n"))),
-    Target("harness", "swzc/harness.py", "harness comparison", ALL_TESTS,
+    Target("harness", "swzc/verify/harness.py", "harness comparison", ALL_TESTS,
            functions=("harness_source", "fill_parts", "_buffer_shape", "run_harness", "_json_lines")),
     Target("harness_host", "swzc/native/harness_host.h", "harness comparison", HOST_TESTS, text_mutants=(
         TextMutant("the byte comparison always passes", "    if (a[i] != b[i]) { *at = i; return false; }\n", ""),
@@ -197,7 +197,7 @@ TARGETS = (
                    "unshare(CLONE_NEWUSER) == 0"),
         TextMutant("the program gets the launcher's environment", "argv + 4, no_environment,", "argv + 4, environ,"),
     )),
-    Target("restrict", "swzc/llm/restrict.py", "safe subset", ALL_TESTS, named=(
+    Target("restrict", "swzc/search/llm/restrict.py", "safe subset", ALL_TESTS, named=(
         TextMutant("trigraphs pass the text check", r'(re.compile(r"\?\?"), "?? is not allowed', r'(re.compile(r"(?!)"), "?? is not allowed'),
         TextMutant("digraphs pass the text check", 're.compile(r"<:|:>|<%|%>|%:")', 're.compile(r"(?!)")'),
         TextMutant("backslash-newline continuations pass the text check", r'(re.compile(r"\\$"), "backslash-newline',
@@ -217,7 +217,7 @@ TARGETS = (
         TextMutant("loops are not counted (any header passes)", "        trips = _trips(value, kind, condition, step)\n",
                    "        trips = 1\n"),
     )),
-    Target("config", "swzc/config.py", "allow-lists", ALL_TESTS, named=(
+    Target("config", "swzc/pipeline/config.py", "allow-lists", ALL_TESTS, named=(
         TextMutant("a project may choose the proposer, the LLM server and the model",
                    'PROJECT_KEYS = frozenset({"hw",', 'PROJECT_KEYS = frozenset({"proposer", "base-url", "model", "hw",'),
         TextMutant("a project may ask to run a benchmark command", '"launch-spec", "compile-flag"})',
@@ -234,7 +234,7 @@ TARGETS = (
         TextMutant("the search for the project's file goes past the work tree", '        if (candidate / ".git").exists():\n',
                    "        if False:\n"),
     )),
-    Target("processes", "swzc/processes.py", "allow-lists", ALL_TESTS, functions=("check_arguments",),
+    Target("processes", "swzc/core/processes.py", "allow-lists", ALL_TESTS, functions=("check_arguments",),
            constants=("_SHELL_SPECIAL", "REREAD_BY_A_SHELL"), named=(
         TextMutant("nvcc's arguments are not checked", 'frozenset({"nvcc", "hipcc",', 'frozenset({"hipcc",'),
         TextMutant("hipcc's arguments are not checked", '{"nvcc", "hipcc", "hipcc.pl",', '{"nvcc", "hipcc.pl",'),

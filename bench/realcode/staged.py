@@ -5,7 +5,7 @@
 
 The files are bench/realcode/corpus.toml's, read straight from each repository's local git copy (as
 evaluate.py finds it) and never written anywhere.  For every kernel swzc's analysis finds, it asks
-swzc.footprint.stages_reads, the test the L2 model's request-coalescing term depends on, and writes the
+swzc.model.footprint.stages_reads, the test the L2 model's request-coalescing term depends on, and writes the
 count and the staged kernels.  Nothing is compiled or run.
 """
 
@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from swzc import source
-from swzc.analysis import analyze
-from swzc.footprint import stages_reads
+from swzc.frontend import source
+from swzc.analysis.kernels import analyze
+from swzc.model.footprint import stages_reads
 
 from evaluate import extract, load_corpus  # noqa: E402  (bench/realcode is the script's folder)
 
@@ -47,7 +47,7 @@ def main() -> None:
              f"`python3 bench/realcode/staged.py` ({time.perf_counter() - start:.1f} s): {files_read} files of "
              f"{', '.join(r['name'] + ' @ ' + r['commit'][:12] for r in repos)}.", "",
              f"{len(rows)} of {kernels} kernels stage their reads: a loop copies global data into shared memory "
-             "and waits at a block barrier (swzc.footprint.stages_reads). The L2 model's request-coalescing term "
+             "and waits at a block barrier (swzc.model.footprint.stages_reads). The L2 model's request-coalescing term "
              "applies to these only.", "", "| repository | file | kernel | line |", "|---|---|---|---:|"]
     lines += [f"| {repo} | {path} | {name} | {line} |" for repo, path, name, line in rows]
     lines += ["", *(f"- {entry}" for entry in log)]

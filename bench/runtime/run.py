@@ -21,10 +21,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from swzc.harness import gpu_name
+from swzc.verify.harness import gpu_name
 from swzc.passes.block_swizzle import family
-from swzc.pipeline import Options, analyze_file, load_hw, rewrite_file
-from swzc.program import ProgramBench
+from swzc.pipeline.driver import Options, analyze_file, load_hw, rewrite_file
+from swzc.verify.program import ProgramBench
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "gemm_runtime.cu"

@@ -6,9 +6,9 @@ and oracle (every built-in candidate measured, the fastest correct one taken).
     python3 bench/suite/run_suite.py --out DIR --merge RUN1/h200.json RUN2/h200.json   # runs of kernel subsets
 
 Runs where swzc, nvcc and a CUDA GPU are (and ncu, for the L2 hit rates).  Every variant is built as in
-`swzc rewrite --bench` (swzc.harness) and judged by the same rule (swzc.accept).  The oracle's variants
+`swzc rewrite --bench` (swzc.verify.harness) and judged by the same rule (swzc.verify.accept).  The oracle's variants
 are built in parallel first, then timed one at a time; the swzc arm runs the real loop
-(swzc.pipeline.rewrite_benchmarked).  Writes DIR/h200.json (the schema in bench/suite/README.md),
+(swzc.pipeline.driver.rewrite_benchmarked).  Writes DIR/h200.json (the schema in bench/suite/README.md),
 DIR/h200.md and DIR/attempts.json, and prints the table.
 """
 
@@ -26,17 +26,17 @@ from pathlib import Path
 
 from swzc.passes import block_swizzle
 
-from swzc import source
-from swzc.accept import judge
-from swzc.analysis import analyze
-from swzc.bench import profile
-from swzc.errors import SwzcError
-from swzc.footprint import tile_grid
-from swzc.harness import build, gpu_name, load_spec, plan_launch, run_harness
-from swzc.hw import load as load_hw
-from swzc.pipeline import Options, rewrite_benchmarked, rewrite_source
-from swzc.rank import candidates
-from swzc.swizzles import parse_spec
+from swzc.frontend import source
+from swzc.verify.accept import judge
+from swzc.analysis.kernels import analyze
+from swzc.verify.bench import profile
+from swzc.core.errors import SwzcError
+from swzc.model.footprint import tile_grid
+from swzc.verify.harness import build, gpu_name, load_spec, plan_launch, run_harness
+from swzc.target.hw import load as load_hw
+from swzc.pipeline.driver import Options, rewrite_benchmarked, rewrite_source
+from swzc.model.rank import candidates
+from swzc.formulas.swizzles import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "bench" / "suite" / "kernels"

@@ -1,0 +1,149 @@
+"""`swzc review`: the kernels swzc would swizzle, as findings with fixes, in a format code review bots read.
+
+It runs where pull requests from strangers are checked: it only reads.  No benchmark, no LLM, nothing of
+the files is built or run (the compile check is off unless --compile asks for it); the L2 model chooses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+import click
+
+from swzc.core import clean
+
+from swzc.report import emitters
+
+from swzc.core import outputs
+from swzc.analysis.records import LaunchFact
+from swzc.commands.cli import build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option
+from swzc.core.signals import interrupt_received
+from swzc.core.errors import SwzcError
+from swzc.frontend.evaluate import Value
+from swzc.report.findings import changed_lines, findings_from
+from swzc.target.hw import HardwareModel
+from swzc.core.outputs import STDOUT, Output
+from swzc.pipeline.driver import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
+
+FORMATS = ("patch", "sarif", "rdjson", "github")
+FINDINGS = 1  # the exit status when findings are reported, as linters have it
+
+EPILOG = """\b
+Formats:
+  patch   one unified diff for every FILE; `git apply` at the repository root takes it
+  sarif   SARIF 2.1.0: a result per rewritten kernel (rule SWZ001 block-swizzle) at its line, with
+          the kernel's fix; GitHub code scanning shows the results (and ignores fixes)
+  rdjson  reviewdog's rdjson: a diagnostic per changed block of lines, each with one suggestion
+          over exactly its lines (reviewdog -f=rdjson)
+  github  a JSON list of review comments for GitHub's create-review API: {"path", "line",
+          "side": "RIGHT", "body"} (and "start_line", "start_side" for several lines), a
+          ```suggestion per changed block; a file-level note is {"path", "subject_type": "file",
+          "body"}
+\b
+With --diff-base REF (github only), the lines `git diff REF -- FILE` adds or changes are the
+pull request's: a kernel's fix becomes suggestions only when all its lines (the swizzle functions
+it calls included) are among them; otherwise one plain comment carries the fix as a diff, at the
+kernel's line if it is changed, else at the file's first changed line, else as a file-level note.
+\b
+Examples:
+  swzc review src/*.cu --format sarif -o swzc.sarif
+  swzc review src/gemm.cu --format rdjson | reviewdog -f=rdjson -reporter=github-pr-review
+  swzc review src/gemm.cu --format github --diff-base "$(git merge-base origin/main HEAD)"
+  swzc review src/*.cu --format patch | git apply
+\b
+Exit codes:
+  0  no finding: no kernel of FILES would be rewritten
+  1  findings reported (as a linter reports them)
+  2  bad input: an unreadable FILE, one whose kernels are none of them clear of syntax errors, over --max-bytes,
+     a bad --hw, --set, --grid or --block, a bad --diff-base, an output swzc must not write.
+     Every FILE is still read and each failure named on stderr; nothing is written
+  3  one of swzc's own checks failed (proof, re-parse, --compile) or an internal error;
+     nothing is written
+  130  interrupted (SIGINT or SIGTERM); nothing written"""
+
+
+@click.command(name="review", epilog=EPILOG)
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--format", "output_format", required=True, type=click.Choice(FORMATS), help="What to write (see below).")
+@click.option("-o", "--output", metavar="OUT", help="Write the review here ('-', the default: stdout). Never one of FILES.")
+@click.option("--diff-base", metavar="REF", help="With --format github: the pull request's base (a commit, branch or tag); "
+              "fixes outside the lines changed since REF become plain comments.")
+@hw_option
+@set_option
+@build_options
+@click.option("--compile/--no-compile", "compile_check", default=False, show_default=True,
+              help="Compile each rewritten file with nvcc/hipcc as `rewrite` does (off: review builds nothing it reads).")
+@max_bytes_option
+@guarded
+def command(files: tuple[str, ...], output_format: str, output: str | None, diff_base: str | None, hw_name: str,
+            bindings: tuple[str, ...], compile_check: bool, max_bytes: int, include_dirs: tuple[str, ...],
+            defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
+    """Report the kernels of FILES that swzc would give a block swizzle, with their fixes, for code review."""
+    if diff_base is not None and output_format != "github":
+        raise SwzcError("--diff-base goes with --format github")
+    target = Output("-o", output) if output and output != STDOUT else None
+    files = _distinct(files)
+    for file in files:
+        outputs.check(file, [target] if target else [])
+    hw = load_hw(hw_name)
+    bound = parse_bindings(list(bindings))
+    facts = parse_launch_facts(grids, blocks)
+    results: list[RewriteResult] = []
+    changed: dict[str, frozenset[int]] = {}
+    failed: list[SwzcError] = []
+    named: set[str] = set()
+    for file in files:
+        try:
+            with input_limit(max_bytes):
+                result = _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path)
+            named |= {o.name for o in result.outcomes} & set(facts)
+            if diff_base is not None and result.changed:
+                changed[result.path] = changed_lines(file, diff_base)
+            results.append(result)
+        except SwzcError as exc:
+            if interrupt_received():  # a compiler killed by the interrupt reads as a failed check
+                raise KeyboardInterrupt from None
+            clean.echo(f"swzc: error: {exc.message}", err=True)
+            failed.append(exc)
+    if not failed and set(facts) - named:
+        raise SwzcError(f"--grid/--block name kernel(s) {', '.join(sorted(set(facts) - named))}, in none of FILES")
+    if failed:
+        clean.echo(f"swzc: {len(failed)} of {len(files)} file(s) failed; nothing written", err=True)
+        sys.exit(int(max(exc.code for exc in failed)))
+    text = _render(output_format, results, changed if diff_base is not None else None)
+    data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
+    if target:  # checked against every FILE before any work; write_together checks it once more against the first
+        outputs.write_together(files[0], [(target, data)])
+    else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
+        clean.write_exact(data)
+    sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
+
+
+def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
+            compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...],
+            build_path: str | None) -> RewriteResult:
+    """One file's rewrite by the L2 model alone; --grid/--block may name kernels of any of FILES."""
+    context, _ = build_context(file, include_dirs, defines, build_path)
+    options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
+                      bench=False)
+    return rewrite_file(file, options)
+
+
+def _render(output_format: str, results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int]] | None) -> str:
+    if output_format == "github":
+        return emitters.github(results, changed)
+    return {"patch": emitters.patch, "sarif": emitters.sarif, "rdjson": emitters.rdjson}[output_format](results)
+
+
+def _distinct(files: Sequence[str]) -> tuple[str, ...]:
+    """Each file once (the same file under two names would be reported twice)."""
+    seen: set[str] = set()
+    kept = []
+    for file in files:
+        real = os.path.realpath(file)
+        if real not in seen:
+            seen.add(real)
+            kept.append(file)
+    return tuple(kept)

@@ -1,0 +1,1 @@
+"""Formulas: the swizzles' one definition as C++, and the prover that shows each is a permutation."""

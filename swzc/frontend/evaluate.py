@@ -1,0 +1,344 @@
+"""Integer (and float) evaluation of C/C++ expressions the file fixes: literals, macros, constants, casts.
+
+Values follow C: integer division truncates toward zero, casts to integral types truncate.  Anything the
+evaluator cannot pin down is ``None``, never a guess.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from swzc.frontend.source import parse, too_deep
+
+Value = int | float
+Dim3 = tuple[int, int, int]
+
+_INT_TYPES = re.compile(
+    r"^(const\s+)?(unsigned|signed|int|long|short|char|size_t|ssize_t|ptrdiff_t|u?int(8|16|32|64)_t|"
+    r"unsigned\s+int|unsigned\s+long|long\s+long|unsigned\s+long\s+long|std::size_t|uint)\s*$"
+)
+_FLOAT_TYPES = re.compile(r"^(const\s+)?(float|double|long\s+double)\s*$")
+_SIZEOF = {"char": 1, "short": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4, "double": 8,
+           "long": 8, "long long": 8, "size_t": 8, "half": 2, "__half": 2, "int64_t": 8, "int32_t": 4,
+           "uint32_t": 4, "uint64_t": 8, "float2": 8, "float4": 16, "double2": 16, "int2": 8, "int4": 16}
+_MAX_DEPTH = 40
+_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename"})
+
+
+def c_int(text: str) -> int | None:
+    text = text.replace("'", "").lower().rstrip("ul")
+    try:
+        if text.startswith(("0x", "0b")):
+            return int(text, 0)
+        if len(text) > 1 and text.startswith("0") and text.isdigit():
+            return int(text, 8)
+        return int(text)
+    except ValueError:
+        return None
+
+
+def number(text: str) -> Value | None:
+    value = c_int(text)
+    if value is not None:
+        return value
+    try:
+        return float(text.replace("'", "").lower().rstrip("fl"))
+    except ValueError:
+        return None
+
+
+def _div(a: Value, b: Value) -> Value | None:
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    return a / b
+
+
+def _mod(a: Value, b: Value) -> Value | None:
+    if not (isinstance(a, int) and isinstance(b, int)) or b == 0:
+        return None
+    q = _div(a, b)
+    assert isinstance(q, int)
+    return a - b * q
+
+
+_BINARY: dict[str, Callable[[Value, Value], Value | None]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": _div,
+    "%": _mod,
+    "<<": lambda a, b: a << b if isinstance(a, int) and isinstance(b, int) and 0 <= b < 64 else None,
+    ">>": lambda a, b: a >> b if isinstance(a, int) and isinstance(b, int) and 0 <= b < 64 else None,
+    "&": lambda a, b: a & b if isinstance(a, int) and isinstance(b, int) else None,
+    "|": lambda a, b: a | b if isinstance(a, int) and isinstance(b, int) else None,
+    "^": lambda a, b: a ^ b if isinstance(a, int) and isinstance(b, int) else None,
+    "<": lambda a, b: int(a < b),
+    ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a) and bool(b)),
+    "||": lambda a, b: int(bool(a) or bool(b)),
+}
+
+_CALLS: dict[str, Callable[..., Value | None]] = {
+    "min": min, "max": max, "std::min": min, "std::max": max, "fmin": min, "fmax": max, "fminf": min, "fmaxf": max,
+    "ceil": math.ceil, "ceilf": math.ceil, "std::ceil": math.ceil, "floor": math.floor, "floorf": math.floor,
+    "std::floor": math.floor, "abs": abs, "std::abs": abs,
+}
+
+
+@dataclass(frozen=True)
+class Macro:
+    params: tuple[str, ...] | None  # None for an object-like macro
+    body: str
+
+
+class Budget:
+    """A limit on evaluation work shared by every evaluator of one analysis, and the memo that keeps
+    nested function-like macros from costing exponential time.  Spent: every later value is unknown."""
+
+    def __init__(self, steps: int = 2_000_000) -> None:
+        self.left = steps
+        self.memo: dict[tuple, tuple[object, Value | None]] = {}
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left <= 0
+
+    def spend(self) -> bool:
+        self.left -= 1
+        return self.left > 0
+
+
+@dataclass
+class Scope:
+    """Names the evaluator may resolve.  `lookup` maps a name to an expression node (or a known value)."""
+
+    user: Mapping[str, Value | str] = field(default_factory=dict)  # --set: a value, or a type name
+    names: Mapping[str, Node | Value | Dim3] = field(default_factory=dict)
+    macros: Mapping[str, Macro | None] = field(default_factory=dict)  # None: defined ambiguously
+    parent: Scope | None = None
+    types: Mapping[str, str] = field(default_factory=dict)  # type aliases: typedef/using, --set NAME=TYPE
+    budget: Budget = field(default_factory=Budget, repr=False, compare=False)
+    # each function's index of locals, made once for this scope and the scopes below it (swzc.analysis.kernels)
+    functions: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
+        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions)
+
+    def resolve_type(self, name: str) -> str:
+        """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers
+        (const, volatile, __restrict__) dropped; the name itself when nothing is known about it."""
+        words = [w for w in name.replace("*", " ").split() if w not in _QUALIFIERS]
+        current = " ".join(words)
+        for _ in range(16):
+            macro = self.macros.get(current)
+            bound = self.user.get(current)
+            following = bound if isinstance(bound, str) else self.types.get(current) or (
+                macro.body if macro is not None and macro.params is None else None)
+            if not following or following == current:
+                break
+            current = " ".join(w for w in following.split() if w not in _QUALIFIERS)
+        return current
+
+    def find(self, name: str) -> Node | Value | Dim3 | Macro | None:
+        if name in self.user:
+            return self.user[name]
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return self.macros.get(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def expression_of(text: str) -> Node | None:
+    """Parse macro body text as an expression (None when it is not one, or is nested too deeply to follow)."""
+    tree = parse(b"int swzc_probe_ = (" + text.encode("utf-8", "surrogateescape") + b"\n);")
+    if tree.root_node.has_error or too_deep(tree) is not None:
+        return None
+    node = tree.root_node.child(0)
+    while node is not None and node.type != "parenthesized_expression":
+        node = node.child_by_field_name("declarator") if node.type == "declaration" else node.child_by_field_name("value")
+    return node
+
+
+def _named(node: Node) -> list[Node]:
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+class Evaluator:
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def value(self, node: Node | None, depth: int = 0) -> Value | None:
+        if node is None or depth > _MAX_DEPTH or not self.scope.budget.spend():
+            return None
+        try:
+            result = self._value(node, depth + 1)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return None
+        if isinstance(result, float) and not math.isfinite(result):
+            return None
+        return result if isinstance(result, (int, float)) else None
+
+    def dim3(self, node: Node | None, depth: int = 0) -> Dim3 | None:
+        """A grid or block size: dim3(...), {...}, a dim3 variable, or a scalar (x, 1, 1)."""
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        if node.type == "parenthesized_expression" and len(_named(node)) == 1:
+            return self.dim3(_named(node)[0], depth + 1)
+        if node.type == "call_expression" and _text(node.child_by_field_name("function")) in ("dim3", "make_uint3"):
+            return self._components(_named(node.child_by_field_name("arguments")), depth)
+        if node.type == "initializer_list":
+            return self._components(_named(node), depth)
+        if node.type == "identifier":
+            bound = self.scope.find(_text(node))
+            if isinstance(bound, tuple):
+                return bound
+            if isinstance(bound, Node):
+                return self.dim3(bound, depth + 1)
+        scalar = self.value(node, depth)
+        return (int(scalar), 1, 1) if scalar is not None else None
+
+    def _components(self, args: list[Node], depth: int) -> Dim3 | None:
+        if not 1 <= len(args) <= 3:
+            return None
+        values = [self.value(a, depth) for a in args]
+        if any(v is None for v in values):
+            return None
+        dims = [int(v) for v in values if v is not None] + [1] * (3 - len(values))
+        return dims[0], dims[1], dims[2]
+
+    def _value(self, node: Node, depth: int) -> Value | Dim3 | None:
+        kind = node.type
+        if kind == "number_literal":
+            return number(_text(node))
+        if kind in ("true", "false"):
+            return int(kind == "true")
+        if kind in ("parenthesized_expression", "condition_clause"):
+            inner = _named(node)
+            return self.value(inner[-1], depth) if inner else None
+        if kind == "unary_expression":
+            op = _text(node.child_by_field_name("operator"))
+            arg = self.value(node.child_by_field_name("argument"), depth)
+            if arg is None:
+                return None
+            if op == "-":
+                return -arg
+            if op == "+":
+                return arg
+            if op == "!":
+                return int(not arg)
+            if op == "~" and isinstance(arg, int):
+                return ~arg
+            return None
+        if kind == "binary_expression":
+            op = _text(node.child_by_field_name("operator"))
+            left = self.value(node.child_by_field_name("left"), depth)
+            right = self.value(node.child_by_field_name("right"), depth)
+            if left is None or right is None or op not in _BINARY:
+                return None
+            return _BINARY[op](left, right)
+        if kind == "conditional_expression":
+            cond = self.value(node.child_by_field_name("condition"), depth)
+            if cond is None:
+                return None
+            return self.value(node.child_by_field_name("consequence" if cond else "alternative"), depth)
+        if kind == "cast_expression":
+            return self._cast(_text(node.child_by_field_name("type")), self.value(node.child_by_field_name("value"), depth))
+        if kind == "sizeof_expression":
+            inner = node.child_by_field_name("type")
+            return _SIZEOF.get(_text(inner).strip()) if inner is not None else None
+        if kind == "call_expression":
+            return self._call(node, depth)
+        if kind == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
+            return self.value(node.child_by_field_name("right"), depth)  # N = M = 4096: N is what M is given
+        if kind in ("identifier", "qualified_identifier"):
+            return self._name(_text(node), depth)
+        if kind == "field_expression":
+            base = node.child_by_field_name("argument")
+            axis = _text(node.child_by_field_name("field"))
+            dims = self.dim3(base, depth) if base is not None and base.type == "identifier" else None
+            if dims is not None and axis in ("x", "y", "z"):
+                return dims["xyz".index(axis)]
+        return None
+
+    def _cast(self, type_text: str, value: Value | None) -> Value | None:
+        if value is None:
+            return None
+        type_text = " ".join(type_text.split())
+        if _INT_TYPES.match(type_text):
+            return math.trunc(value)
+        if _FLOAT_TYPES.match(type_text):
+            return float(value)
+        return None
+
+    def _call(self, node: Node, depth: int) -> Value | None:
+        function = node.child_by_field_name("function")
+        args = _named(node.child_by_field_name("arguments"))
+        if function is None:
+            return None
+        if function.type == "template_function":  # static_cast<int>(x) and friends
+            name = _text(function.child_by_field_name("name"))
+            targs = function.child_by_field_name("arguments")
+            if name in ("static_cast", "int", "unsigned") and len(args) == 1 and targs is not None:
+                return self._cast(_text(targs)[1:-1], self.value(args[0], depth))
+            return None
+        name = _text(function)
+        if self._cast(name, 1) is not None and len(args) == 1:  # functional cast: int(x), float(x)
+            return self._cast(name, self.value(args[0], depth))
+        bound = self.scope.find(name)
+        if isinstance(bound, Macro) and bound.params is not None and len(bound.params) == len(args):
+            values = [self.value(a, depth) for a in args]
+            if any(v is None for v in values):
+                return None
+            # The body's free names resolve where the macro is used, so the memo is per scope (kept alive
+            # in the memo, so that its id is not reused).
+            key = (bound, tuple(values), id(self.scope))
+            if key not in self.scope.budget.memo:
+                body = expression_of(bound.body)
+                inner = type(self)(self.scope.child(dict(zip(bound.params, values))))  # type: ignore[arg-type]
+                self.scope.budget.memo[key] = (self.scope, inner.value(body, depth) if body is not None else None)
+            return self.scope.budget.memo[key][1]
+        if name in _CALLS and args:
+            values = [self.value(a, depth) for a in args]
+            if any(v is None for v in values):
+                return None
+            try:
+                return _CALLS[name](*values)
+            except (TypeError, ValueError, OverflowError):
+                return None
+        return None
+
+    def _name(self, name: str, depth: int) -> Value | Dim3 | None:
+        bound = self.scope.find(name)
+        if isinstance(bound, (int, float, tuple)):
+            return bound
+        if isinstance(bound, Node):
+            return self.value(bound, depth)
+        if isinstance(bound, Macro) and bound.params is None:
+            key = (bound, id(self.scope))
+            if key not in self.scope.budget.memo:
+                body = expression_of(bound.body)
+                self.scope.budget.memo[key] = (self.scope, self.value(body, depth) if body is not None else None)
+            return self.scope.budget.memo[key][1]
+        return None
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "surrogateescape")

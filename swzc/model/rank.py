@@ -1,0 +1,212 @@
+"""Ranking: the built-in swizzle family, scored by the L2 model, best first.
+
+The candidates are identity, colmajor, grouped:G and serpentine:G for G from 2 up to the tile rows (the
+steps of `GROUPS`), hilbert:K and morton:K (space-filling orders of K x K panels) where the grid holds
+such a panel, and on a chiplet GPU xcd:N and its chunked forms xcd:N:C, alone and before each of those.
+They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
+declined) unless the best candidate raises the predicted hit rate by `MARGIN_POINTS`.
+
+A GPU measures them in a slightly different order (`Ranking.to_measure`): the best, then the best of each
+other kind of order the model rates within `TIE_POINTS` of it, then the rest as ranked.  What the model leaves
+out (which blocks share an SM, the order inside a wave) differs between kinds of order far more than between
+two parameters of one kind: on the H200's staged GEMMs the Morton and Hilbert orders ran fastest at fewer L2
+hits than the grouped orders, and xcd:8 ran 2 % faster than grouped:8 at the same traffic
+(bench/results/l2_model_vs_ncu_h200.md).  A few timed tries are worth more spread over kinds the model cannot
+tell apart than spent on one kind.
+
+The model needs the blocks that run at once: from the compiler's resource usage when the caller allows a
+compile (`compiler=True`), else from the launch bounds or a stated default (swzc.model.residency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from swzc.analysis.kernels import kernel_function
+from swzc.analysis.records import KernelInfo
+from swzc.analysis.context import bindings_key
+from swzc.frontend.evaluate import Value
+from swzc.model.footprint import Footprint, UnknownAccess, footprint
+from swzc.target.hw import HardwareModel
+from swzc.model.l2model import L2Model, Prediction
+from swzc.formulas.prove import dispatch_maps
+from swzc.model.residency import Residency, residency
+from swzc.formulas.swizzles import Step, SwizzleSpec
+
+if TYPE_CHECKING:
+    from swzc.analysis.context import FileContext
+
+MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
+GROUPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # grouped:G below the tile rows
+SERPENTINE = (2, 4, 8, 16, 32, 64)  # serpentine:G below the tile rows
+CHUNKS = (4, 16)  # xcd:N:C on a chiplet GPU
+# A larger grid is modelled over its first MAX_MODEL_BLOCKS dispatch positions: every candidate has reached
+# its steady pattern by then (a group, a panel band, a column run), and the cost per kernel stays bounded.
+MAX_MODEL_BLOCKS = 1 << 16
+NO_DATA = "no data to share"  # how a write-only kernel's reason starts: the pass declines it
+PANELS = (4, 8, 16)  # hilbert:K and morton:K where the grid holds a K x K panel
+# Predictions this close to the best are ties for the model: its error is a few points per order
+# (bench/results/l2_model_vs_ncu_h200.md).
+TIE_POINTS = 3.0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    footprint: Footprint
+    predictions: tuple[Prediction, ...]  # best first; identity among them
+    chosen: str | None  # None: nothing beats identity by the margin
+    reason: str  # why chosen, or why declined, with the numbers
+    residency: Residency | None = None  # the blocks per SM or CU the model ran with, and where that came from
+
+    @property
+    def identity(self) -> Prediction:
+        return next(p for p in self.predictions if p.candidate == "identity")
+
+    @property
+    def to_measure(self) -> tuple[Prediction, ...]:
+        """The predictions in the order a GPU should time them (see the module's docstring)."""
+        return measuring_order(self.predictions)
+
+
+def kind(candidate: str) -> str:
+    """An order's kind: its steps without their parameters (`xcd:8:4+grouped:8` -> `xcd+grouped`)."""
+    return "+".join(step.split(":", 1)[0] for step in candidate.split("+"))
+
+
+def measuring_order(predictions: Sequence[Prediction]) -> tuple[Prediction, ...]:
+    """Ranked predictions (best first) reordered for timing: the best; then, among those within `TIE_POINTS`
+    of it, the best of every kind not yet taken, in rank order; then everything else in rank order."""
+    if not predictions:
+        return ()
+    best = predictions[0]
+    first, kinds = [best], {kind(best.candidate)}
+    for p in predictions[1:]:
+        if best.l2_hit_rate - p.l2_hit_rate > TIE_POINTS:
+            break
+        if kind(p.candidate) not in kinds:
+            kinds.add(kind(p.candidate))
+            first.append(p)
+    taken = {p.candidate for p in first}
+    return (*first, *(p for p in predictions if p.candidate not in taken))
+
+
+def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> list[SwizzleSpec]:
+    rows, cols, _ = tiles
+    tile_orders: list[tuple[Step, ...]] = []
+    if adapter != "linear" and rows > 1 and cols > 1:
+        tile_orders.append((Step("colmajor"),))
+        tile_orders += [(Step("grouped", g),) for g in GROUPS if g < rows]
+        tile_orders += [(Step("serpentine", g),) for g in SERPENTINE if g < rows]
+        tile_orders += [(Step(kind, k),) for k in PANELS if k <= rows and k <= cols for kind in ("hilbert", "morton")]
+    specs = [SwizzleSpec(())] + [SwizzleSpec(order) for order in tile_orders]
+    if hw.chiplets > 1:
+        chips = [Step("xcd", hw.chiplets)] + [Step("xcd", hw.chiplets, c) for c in CHUNKS]
+        specs += [SwizzleSpec((chip,)) for chip in chips]
+        specs += [SwizzleSpec((chip, *order)) for chip in chips for order in tile_orders]
+    return specs
+
+
+def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
+         specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = (),
+         running: Residency | None = None) -> Ranking | str:
+    """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
+
+    `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
+    compiled, never run); otherwise the residency comes from the launch bounds or the default.  `running`:
+    a residency found before (an earlier ranking's), used as it is."""
+    index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
+    if index is None:
+        seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
+        return (f"no launch in this file fixes the grid ({seen + '; ' if seen else ''}give it with --grid {kernel.name}=X,Y, "
+                "or the sizes with --set)")
+    fp = _footprint(ctx, kernel, index, user)
+    if isinstance(fp, str):
+        return fp
+    blind = [u for u in fp.unknown if u.reads]
+    if blind:  # a stream the model would leave out: it would rank the rest, and rank wrong
+        return f"the model cannot follow {len(blind)} global read(s): {_listed(blind)}"
+    if not any(not a.write for a in fp.accesses):
+        unwritten = f" (writes not followed: {_listed(fp.unknown)})" if fp.unknown else ""
+        return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
+    divisor = fp.divisor
+    specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
+    if running is None:
+        running = residency(ctx, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
+    resident = _resident(running, kernel, index, hw)
+    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
+    if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
+        return replace(ctx.rankings[key], footprint=fp, residency=running)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
+    return ranking
+
+
+def _footprint(ctx: FileContext, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
+    """The kernel's footprint, shared with kernels of the same file whose definitions differ only in their
+    name and that are launched the same way (generated code repeats kernels)."""
+    function = kernel_function(ctx, kernel)
+    if function is None:
+        return footprint(ctx, kernel, index, user)
+    text = ctx.src.data[function.start_byte : function.end_byte].replace(kernel.name.encode(), b"\0")
+    launch = replace(kernel.launches[index], kernel="", line=0, grid_text="", block_text="", api="")
+    key = (text, launch, kernel.adapter, kernel.decode is not None, kernel.tile_loop is not None, bindings_key(user))
+    cached = ctx.footprints.get(key)
+    if cached is not None:  # the same definition further down: move its lines
+        fp, line = cached
+        return replace(fp, kernel=kernel.name, accesses=tuple(replace(a, line=a.line + kernel.line - line) for a in fp.accesses))
+    fp = footprint(ctx, kernel, index, user)
+    if isinstance(fp, Footprint) and not fp.unknown:  # messages name lines: only a clean footprint is shared
+        ctx.footprints[key] = (fp, kernel.line)
+    return fp
+
+
+def _shape_key(fp: Footprint) -> tuple:
+    """What the model's numbers depend on: the grid, the block, every stream's shape (not the names) and
+    whether the reads are staged (the coalescer merges only those)."""
+    streams = sorted((a.write, a.elem_bytes, a.block_bytes, a.sectors.tobytes()) for a in fp.accesses)
+    return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown), fp.staged
+
+
+def _resident(running: Residency, kernel: KernelInfo, index: int, hw: HardwareModel) -> int:
+    """Blocks (tiles, for a tile loop) in progress at once on the whole GPU."""
+    resident = running.resident_blocks(hw)
+    grid = kernel.launches[index].grid
+    if kernel.tile_loop is not None and grid is not None:  # the launched blocks each walk one tile at a time
+        resident = min(resident, max(1, grid[0] * grid[1] * grid[2]))
+    return resident
+
+
+def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int) -> Ranking:
+    maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
+    model = L2Model(fp, hw, resident)
+    scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
+    predictions = sorted((model.predict(s.name, order, adapter, divisor).scaled(scale) for s, order in zip(specs, maps)),
+                         key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
+    base = next(p for p in predictions if p.candidate == "identity")
+    best = predictions[0]
+    partial = f" (writes not modelled: {_listed(fp.unknown)})" if fp.unknown else ""
+    if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
+        reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
+                  f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
+        blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
+        if maps and blocks > maps[0].shape[0] and all(np.array_equal(order, maps[0]) for order in maps):
+            # the window the model follows decides this: say so (a grid past 2^32 blocks keeps its order, say)
+            reason += (f"; the model follows the first {maps[0].shape[0]:,} of the grid's {blocks:,} blocks, and every "
+                       "candidate runs those in identity's order")
+        return Ranking(fp, tuple(predictions), None, reason)
+    reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
+              f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
+    return Ranking(fp, tuple(predictions), best.candidate, reason)
+
+
+def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:
+    """The first few unknown accesses, with their lines."""
+    more = f"; and {len(unknown) - most} more" if len(unknown) > most else ""
+    return "; ".join(str(u) for u in unknown[:most]) + more
+
+
+def _mb(p: Prediction) -> str:
+    return f"{p.dram_bytes / 1e6:,.0f} MB"

@@ -1,0 +1,1 @@
+"""Pipeline: the user's options (frozen), each kernel's run plan, the driver, and the project's config."""

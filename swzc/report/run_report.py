@@ -1,0 +1,63 @@
+"""The run's report (--report PREFIX): every candidate each kernel's proposers offered and what became of it,
+the measured attempts where a GPU judged them, and the LLM's exchanges (prompt, reply, verdict, tokens,
+seconds).  The API key is never part of any of it: the client keeps it out of its exchanges.  Both reports
+are written through swzc.core.clean: what the file, the hardware model and the LLM said shows an invisible or
+control character as an escape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from swzc.core import clean
+from swzc.verify.bench import report_json, report_markdown
+from swzc.pipeline.driver import RewriteResult
+from swzc.formulas.swizzles import CustomSwizzle
+
+
+def _tried(t: Any) -> dict[str, Any]:
+    return {"name": t.name, "proposer": t.proposer, "status": t.status, "detail": t.detail, "predicted_l2_hit_rate": t.predicted,
+            "speedup": t.speedup, "expected": t.note, "body": (t.formula.source or t.formula.body) if isinstance(t.formula, CustomSwizzle) else None}
+
+
+def searches_json(result: RewriteResult) -> list[dict[str, Any]]:
+    """Every kernel's candidates and their fate, as the JSON outputs hold them."""
+    return [{"kernel": s.kernel, "history": [_tried(t) for t in s.history]} for s in result.searches]
+
+
+def search_report_json(result: RewriteResult, meta: dict[str, Any]) -> str:
+    doc = json.loads(report_json(list(result.bench), meta))
+    doc["searches"] = searches_json(result)
+    doc["llm"] = [{"kernel": t.kernel, "exchanges": [_exchange(e) for e in t.exchanges]} for t in result.transcripts]
+    return clean.dumps(doc)
+
+
+def _exchange(exchange: Any) -> dict[str, Any]:
+    record = asdict(exchange)
+    record["messages"] = list(record["messages"])
+    return record
+
+
+def search_report_markdown(result: RewriteResult, meta: dict[str, Any]) -> str:
+    lines = [report_markdown(list(result.bench), meta)] if result.bench else [
+        f"# swzc report: {meta.get('file', '')} (proposer {meta.get('proposer', 'builtin')}; not benchmarked)", ""]
+    for s in result.searches:
+        lines += [f"## Candidates for {s.kernel}", "", "| # | candidate | from | outcome | predicted L2 % | speedup | detail |",
+                  "|---:|---|---|---|---:|---:|---|"]
+        for n, t in enumerate(s.history, 1):
+            predicted = f"{t.predicted:.1f}" if t.predicted is not None else "–"
+            speedup = f"{t.speedup:.3f}" if t.speedup is not None else "–"
+            detail = clean.one_line(t.detail).replace("|", "\\|")
+            lines.append(f"| {n} | {t.name} | {t.proposer} | {t.status} | {predicted} | {speedup} | {detail} |")
+        lines.append("")
+    for t in result.transcripts:
+        lines += [f"## LLM exchanges for {t.kernel}", ""]
+        for n, e in enumerate(t.exchanges, 1):
+            tokens = f"{e.prompt_tokens or 0} + {e.completion_tokens or 0} tokens" if e.prompt_tokens or e.completion_tokens else "tokens not reported"
+            lines.append(f"{n}. {e.mode}, {e.tries} try(ies), {e.seconds:.1f} s, {tokens}: {clean.one_line(e.verdict or e.error or 'no verdict')}")
+            if e.reply:  # split at line ends only: a separator the reply holds is shown, not obeyed
+                block = clean.fenced("cpp", str(e.reply.get("body", "")).rstrip("\n"))
+                lines += ["", *(f"   {line}" for line in block.split("\n")), ""]
+        lines.append("")
+    return clean.text("\n".join(lines))

@@ -1,0 +1,202 @@
+"""Where candidate orders come from, and the one loop that vets them.
+
+A *proposer* offers formulas (swzc.formulas.swizzles.Formula) for one kernel, one at a time, and may read what
+became of the earlier ones: the built-in family (its order fixed by the L2 model's ranking) or an LLM
+(swzc.search.llm.proposer).  Whatever proposed it, a formula goes through the same steps before it counts:
+
+  proof (a bijection of the grid or tile space, in bounds, not the identity)
+  -> the L2 model's prediction, where it can rank the kernel
+  -> with a GPU, the measured acceptance rule (swzc.verify.bench, swzc.verify.accept).
+
+Each candidate leaves one `Tried` record in the kernel's history, rejected or judged, with the reason.
+Nothing is accepted on a proposer's word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from swzc.analysis.records import FileAnalysis, KernelInfo, Shape
+from swzc.core.errors import SwzcError
+from swzc.frontend.evaluate import Value
+from swzc.target.hw import HardwareModel
+from swzc.passes import block_swizzle
+from swzc.formulas.prove import Proof, prove
+from swzc.model.rank import Ranking, rank
+from swzc.analysis.context import FileContext
+from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
+
+PROPOSERS = ("builtin", "llm", "both")
+EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
+
+
+@dataclass(frozen=True)
+class KernelTask:
+    """What a proposer may read about the kernel it proposes for."""
+
+    ctx: FileContext
+    analysis: FileAnalysis
+    index: int
+    hw: HardwareModel
+    ranking: Ranking | str | None  # the L2 model's ranking of the family, or why it cannot rank
+    bindings: Mapping[str, Value] = field(default_factory=dict)
+    measured: bool = False  # a GPU judges the candidates
+
+    @property
+    def kernel(self) -> KernelInfo:
+        return self.analysis.kernels[self.index]
+
+    @property
+    def adapter(self) -> str:
+        return self.kernel.adapter
+
+    @property
+    def shapes(self) -> tuple[Shape, ...] | None:
+        return self.kernel.shapes
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A proposer's answer: a formula, or why it could not give one (a reply that failed the safe subset)."""
+
+    proposer: str
+    formula: Formula | None
+    note: str = ""  # what the proposer expects of it
+    rejection: str = ""  # set when formula is None
+    label: str = ""  # the name it was given, when there is no formula
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One candidate and what became of it."""
+
+    name: str
+    proposer: str
+    status: str  # "rejected", "predicted", "measured", "accepted"
+    detail: str  # the reason: a counterexample, the model's numbers, the measured verdict
+    formula: Formula | None = None
+    predicted: float | None = None  # the L2 model's hit rate, %
+    speedup: float | None = None  # measured, original time / candidate time
+    note: str = ""
+
+    @property
+    def judged(self) -> bool:
+        return self.status != "rejected"
+
+
+class Proposer(Protocol):
+    name: str
+
+    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
+        """The next candidate, or None when this proposer has nothing more to offer."""
+
+
+class BuiltinProposer:
+    """The built-in family: the L2 model's candidates above identity, in the order a GPU should time them
+    (swzc.model.rank.Ranking.to_measure: the best, then other kinds the model rates as ties); where it sees no gain, the
+    transposed raster (only when a GPU measures it: the model is blind to write locality); where it cannot
+    rank, an even spread of the family (only when measured: nothing is chosen blind)."""
+
+    name = "builtin"
+
+    def candidates(self, task: KernelTask) -> list[tuple[SwizzleSpec, float | None]]:
+        ranking = task.ranking
+        if isinstance(ranking, Ranking):
+            if ranking.chosen is None:
+                explore = next((p for p in ranking.predictions if p.candidate == EXPLORE), None)
+                if explore is None or not task.measured:
+                    return []
+                return [(parse_spec(explore.candidate), explore.l2_hit_rate)]
+            floor = ranking.identity.l2_hit_rate
+            return [(parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.to_measure
+                    if p.candidate != "identity" and p.l2_hit_rate > floor]
+        if not task.measured:
+            return []
+        return [(spec, None) for spec in block_swizzle.family(task.kernel, task.hw)]
+
+    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
+        done = {t.name for t in history}
+        for spec, _ in self.candidates(task):
+            if spec.name not in done:
+                return Proposed(self.name, spec)
+        return None
+
+
+class Forced:
+    """--swizzle: the one formula the user named."""
+
+    name = "user"
+
+    def __init__(self, formula: Formula) -> None:
+        self.formula = formula
+
+    def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
+        return None if history else Proposed(self.name, self.formula)
+
+
+def vet(task: KernelTask, proposed: Proposed) -> Tried:
+    """Prove a proposed formula for the kernel and, where the L2 model ranks the kernel, predict it."""
+    formula = proposed.formula
+    if formula is None:
+        return Tried(proposed.label or "(no formula)", proposed.proposer, "rejected", proposed.rejection, note=proposed.note)
+    try:
+        (proof,) = prove([(formula, task.adapter, task.shapes)])
+    except SwzcError as exc:  # a body that does not compile for the host, or a proof past its time
+        return Tried(formula.name, proposed.proposer, "rejected", exc.message, formula, note=proposed.note)
+    if not proof.ok:
+        why = proof.failure if proof.failure.startswith("proven only on sample grids") else f"not a permutation: {proof.failure}"
+        return Tried(formula.name, proposed.proposer, "rejected", why, formula, note=proposed.note)
+    if proof.identity:
+        return Tried(formula.name, proposed.proposer, "rejected", f"the identity on {_where(proof)}: it changes nothing",
+                     formula, note=proposed.note)
+    predicted, detail = predict(task, formula)
+    return Tried(formula.name, proposed.proposer, "predicted", detail, formula, predicted, note=proposed.note)
+
+
+def _where(proof: Proof) -> str:
+    if proof.sampled:
+        return f"{len(proof.shapes)} sample grids"
+    return ", ".join(f"{x}x{y}x{z}" + (f" n={n}" if n else "") for x, y, z, n in proof.shapes)
+
+
+def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
+    """The L2 model's hit rate for a formula, from the kernel's ranking where it has it; (None, why) when the
+    model cannot rank the kernel."""
+    ranking = task.ranking
+    if not isinstance(ranking, Ranking):
+        return None, f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
+    known = next((p for p in ranking.predictions if p.candidate == formula.name), None)
+    if known is None:
+        # with the residency the family was ranked with, so that the numbers compare
+        got = rank(task.ctx, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
+        if not isinstance(got, Ranking):
+            return None, f"proven; the L2 model cannot rank it ({got})"
+        known = next(p for p in got.predictions if p.candidate == formula.name)
+    base = ranking.identity
+    return known.l2_hit_rate, (f"proven; predicted {known.l2_hit_rate:.1f} % L2 hits and {known.dram_bytes / 1e6:,.0f} MB "
+                               f"from DRAM (identity {base.l2_hit_rate:.1f} %, {base.dram_bytes / 1e6:,.0f} MB)")
+
+
+Measure = Callable[[Formula, float | None, str], Tried]
+
+
+def search(task: KernelTask, proposers: Sequence[Proposer], iterations: int, measure: Measure | None = None,
+           history: list[Tried] | None = None) -> list[Tried]:
+    """Ask each proposer in turn for up to `iterations` candidates, vet each, and measure the proven ones
+    when a GPU is at hand.  Every proposer sees everything tried before it, by itself or by the others."""
+    history = [] if history is None else history
+    for proposer in proposers:
+        for step in range(iterations):
+            proposed = proposer.propose(task, history)
+            if proposed is None:
+                break
+            tried = vet(task, proposed)
+            if tried.judged and measure is not None:
+                assert tried.formula is not None
+                tried = measure(tried.formula, tried.predicted, f"{step + 1}/{iterations}")
+                tried = Tried(tried.name, proposed.proposer, tried.status, tried.detail, tried.formula, tried.predicted,
+                              tried.speedup, proposed.note)
+            history.append(tried)
+    return history

@@ -1,0 +1,1 @@
+"""Target: hardware models (hwmodels/), the probe that writes them, and the toolchain's compile check."""

@@ -1,0 +1,311 @@
+"""The acceptance loop: propose -> prove -> splice -> compile -> check -> time -> profile -> keep the best.
+
+For each kernel the L2 model's candidates are tried best first, up to `max_iterations` (after the best, the
+best of each other kind of order the model rates as a tie: swzc.model.rank.Ranking.to_measure).  Each is
+rewritten (proven and spliced by the pipeline), built beside the original, checked on two random inputs,
+timed interleaved with an A/A control, and profiled where a profiler is present (ncu on NVIDIA,
+rocprofv3 on AMD; without one the loop says so and goes on with time only).  A candidate is
+accepted only by measured time (swzc.verify.accept); the fastest accepted one is kept.  Every attempt goes into
+the report, accepted or not.
+
+A check that cannot run to its end (a build that fails, a harness that crashes, times out or prints no
+result) is a failed check, reported with how it ended and the first lines of its output: a kernel is
+declined either as "measured, not faster" or as "the check failed (...)".  Each attempt builds in its own
+temporary folder, removed however the attempt ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from swzc.core import processes
+from swzc.verify.accept import judge
+from swzc.analysis.records import FileAnalysis
+from swzc.core.errors import SwzcError
+from swzc.core.inputs import TOOL_OUTPUT_BYTES, read_regular
+from swzc.verify.harness import (
+    Build,
+    HarnessResult,
+    build,
+    gpu_vendor,
+    load_spec,
+    plan_launch,
+    run_harness,
+    toolchain_for,
+)
+from swzc.target.hw import HardwareModel
+from swzc.verify.program import ProgramBench, run_program
+from swzc.analysis.context import FileContext
+from swzc.formulas.swizzles import Formula
+
+NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+# rocprofv3 counters: L2 (TCC) hits and misses summed over the channels, in one pass; then kilobytes read
+# from device memory, a derived counter whose name differs between ROCm releases (the first one found)
+ROCPROF_L2 = ("TCC_HIT_sum", "TCC_MISS_sum")
+ROCPROF_FETCH_KB = ("FETCH_SIZE", "FetchSize")
+PROFILERS = {"nvcc": "ncu", "hipcc": "rocprofv3"}
+PROFILE_TIMEOUT_S = 600
+REASON_LINES = 6  # lines of a failed check's output kept in a kernel's reason
+
+
+ATTEMPT_STATUSES = ("accepted", "not faster", "outputs differ", "check failed")
+KERNEL_STATUSES = ("accepted", "not faster", "check failed")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    candidate: str
+    predicted_l2_hit_rate: float | None
+    correct: bool
+    accepted: bool
+    speedup: float | None
+    lower_bound: float | None
+    noise: float | None
+    baseline_ms: float | None
+    ms: float | None
+    l2_hit_rate: float | None  # measured by ncu, where present
+    dram_read_bytes: float | None
+    reason: str
+    seconds: float
+    status: str = "not faster"  # one of ATTEMPT_STATUSES: "outputs differ" ran and disagreed, "check failed" did not run through
+
+    @classmethod
+    def unmeasured(cls, candidate: str, predicted: float | None, status: str, reason: str, seconds: float) -> Attempt:
+        return cls(candidate, predicted, False, False, None, None, None, None, None, None, None, reason, seconds, status)
+
+
+@dataclass(frozen=True)
+class KernelBench:
+    kernel: str
+    line: int
+    attempts: tuple[Attempt, ...]
+    chosen: str | None  # the fastest accepted candidate
+    reason: str
+    baseline_l2_hit_rate: float | None = None
+    profiler: str = ""  # the profiler used, or why there was none
+    status: str = "not faster"  # one of KERNEL_STATUSES
+
+
+def profiler_note(toolchain: str) -> str:
+    tool = PROFILERS[toolchain]
+    return tool if shutil.which(tool) else f"none ({tool} is not on PATH): timed only, no L2 hit rates"
+
+
+def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
+    """(L2 hit %, DRAM bytes read) of one variant's launch; (None, None) without the profiler."""
+    if built.toolchain == "hipcc":
+        return _rocprof(built, variant)
+    return _ncu(built, variant)
+
+
+def _ncu(built: Build, variant: str) -> tuple[float | None, float | None]:
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return None, None
+    cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRICS, "--csv", "--page", "raw",
+           str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
+    run = processes.run(cmd, PROFILE_TIMEOUT_S)
+    rows = [r for r in csv.reader(io.StringIO("\n".join(l for l in run.stdout.splitlines() if l.startswith('"'))))]
+    if len(rows) < 3:
+        return None, None
+    header, last = rows[0], rows[-1]
+
+    def number(name: str) -> float | None:
+        try:
+            value = float(last[header.index(name)].replace(",", ""))
+        except (ValueError, IndexError):
+            return None
+        unit = rows[1][header.index(name)]
+        scale = {"Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}.get(unit, 1.0)
+        return value * scale
+
+    return number("lts__t_sector_hit_rate.pct"), number("dram__bytes_read.sum")
+
+
+def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
+    tool = shutil.which("rocprofv3")
+    if tool is None:
+        return None, None
+    with tempfile.TemporaryDirectory(prefix="swzc-rocprof-") as folder:
+        l2 = _rocprof_pass(tool, ROCPROF_L2, Path(folder), built, variant)
+        fetched = None
+        for name in ROCPROF_FETCH_KB:
+            fetched = _rocprof_pass(tool, (name,), Path(folder), built, variant).get(name)
+            if fetched is not None:
+                break
+    hit, miss = l2.get("TCC_HIT_sum"), l2.get("TCC_MISS_sum")
+    rate = 100.0 * hit / (hit + miss) if hit is not None and miss is not None and hit + miss > 0 else None
+    return rate, fetched * 1024 if fetched is not None else None
+
+
+def _rocprof_pass(tool: str, names: tuple[str, ...], folder: Path, built: Build, variant: str) -> dict[str, float]:
+    """One rocprofv3 run of the harness collecting `names`; the kernel's values ({} if it wrote none)."""
+    out = folder / names[0]
+    cmd = [tool, "--pmc", *names, "-d", str(out), "-o", "swzc", "--output-format", "csv", "--",
+           str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
+    if processes.run(cmd, PROFILE_TIMEOUT_S).timed_out:
+        return {}
+    found: dict[str, float] = {}
+    for table in sorted(out.rglob("*counter_collection.csv")):
+        try:
+            written = read_regular(str(table), TOOL_OUTPUT_BYTES).decode(errors="replace")
+        except SwzcError:  # not a regular file, or past the limit: no counters from it
+            continue
+        found.update(rocprof_counters(written, built.kernel))
+    return found
+
+
+def rocprof_counters(text: str, kernel: str) -> dict[str, float]:
+    """Counter values of the last dispatch of `kernel` in a rocprofv3 counter_collection.csv (one row per
+    dispatch and counter); the runtime's own copy and fill kernels are skipped by name."""
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if _kernel_named(r.get("Kernel_Name") or "", kernel)]
+    if not rows:
+        return {}
+    last = max(_dispatch(r) for r in rows)
+    values: dict[str, float] = {}
+    for r in rows:
+        if _dispatch(r) == last:
+            try:
+                values[r["Counter_Name"]] = values.get(r["Counter_Name"], 0.0) + float(r["Counter_Value"])
+            except (KeyError, ValueError):
+                continue
+    return values
+
+
+def _dispatch(row: dict) -> int:
+    try:
+        return int(row.get("Dispatch_Id") or 0)
+    except ValueError:
+        return 0
+
+
+def _kernel_named(shown: str, kernel: str) -> bool:
+    """rocprofv3 shows the demangled signature ("void k<float>(float*, int)") or the bare name."""
+    head = shown.split("(")[0].split("<")[0].split()
+    return bool(head) and head[-1].split("::")[-1] == kernel
+
+
+class Bencher:
+    """One kernel's acceptance loop, a candidate at a time: a proposer may choose its next candidate from the
+    results of the last (swzc.search.proposers).  `rewrite` gives the whole rewritten file for a formula; with
+    `program` the user's own program is built and timed instead of the generated harness (no profiler then)."""
+
+    def __init__(self, ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+                 hw: HardwareModel, spec_file: str | None = None, rounds: int = 30,
+                 progress: Callable[[str], None] | None = None, program: ProgramBench | None = None,
+                 flags: tuple[str, ...] = ()) -> None:
+        src = ctx.src
+        self.src, self.rewrite, self.hw, self.rounds, self.progress, self.program = src, rewrite, hw, rounds, progress, program
+        self.flags = flags
+        self.kernel = analysis.kernels[index]
+        self.plan = plan_launch(ctx, self.kernel, load_spec(spec_file, self.kernel.name)) if program is None else None
+        self.toolchain = toolchain_for(src.dialect, gpu_vendor()) if program is None else ""
+        self.arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
+        self.profiler = profiler_note(self.toolchain) if self.toolchain else "none (the user's own program is timed)"
+        self.include_dir = str(Path(src.path).resolve().parent)
+        self.attempts: list[Attempt] = []
+        self.baseline_hit: float | None = None
+
+    def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
+        """Build, check, time and profile one candidate; the attempt is also kept for `result`."""
+        name = formula.name
+        if self.progress:
+            self.progress(f"{self.kernel.name}: {name}" + (f" ({position})" if position else ""))
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True) as folder:
+            built: Build | None = None
+            try:
+                if self.program is not None:
+                    result: HarnessResult = run_program(self.src.path, self.src.data, self.rewrite(formula), self.program)
+                else:
+                    assert self.plan is not None
+                    built = build(self.src.path, self.src.data, self.rewrite(formula), self.plan, self.arch, self.hw.flush_bytes,
+                                  self.include_dir, Path(folder), dialect=self.src.dialect, toolchain=self.toolchain,
+                                  flags=self.flags)
+                    result = run_harness(built, self.rounds)
+            except SwzcError as exc:
+                result = HarnessResult(False, exc.message, None, failed=True)
+            if result.failed or result.timing is None:
+                status = "check failed" if result.failed or result.correct else "outputs differ"
+                why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+                attempt = Attempt.unmeasured(name, predicted, status, why, time.perf_counter() - start)
+            else:
+                verdict = judge(result.timing, True)
+                hit = dram = None
+                if built is not None:  # ncu profiles the generated harness, not the user's program
+                    if self.baseline_hit is None:
+                        self.baseline_hit, _ = profile(built, "a")
+                    hit, dram = profile(built, "b")
+                attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                                  verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
+                                  time.perf_counter() - start, "accepted" if verdict.accepted else "not faster")
+        self.attempts.append(attempt)
+        return attempt
+
+    def result(self) -> KernelBench:
+        status, chosen, reason = conclude(self.attempts)
+        return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen, reason, self.baseline_hit,
+                           self.profiler, status)
+
+
+def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
+                 candidates: list[tuple[Formula, float | None]], hw: HardwareModel, spec_file: str | None = None,
+                 rounds: int = 30, progress: Callable[[str], None] | None = None,
+                 program: ProgramBench | None = None, flags: tuple[str, ...] = ()) -> KernelBench:
+    """Try each (formula, predicted hit rate) in order; keep the fastest accepted one."""
+    bencher = Bencher(ctx, analysis, index, rewrite, hw, spec_file, rounds, progress, program, flags)
+    for n, (formula, predicted) in enumerate(candidates):
+        bencher.measure(formula, predicted, f"{n + 1}/{len(candidates)}")
+    return bencher.result()
+
+
+def conclude(attempts: list[Attempt]) -> tuple[str, str | None, str]:
+    """(status, chosen candidate, reason) of a kernel from its attempts: the fastest accepted candidate; else
+    "measured, not faster" when any candidate was timed; else "the check failed (...)" with the first
+    failure's detail (how the harness ended and its first lines of output)."""
+    accepted = [a for a in attempts if a.accepted]
+    if accepted:
+        best = max(accepted, key=lambda a: a.speedup or 0.0)
+        return "accepted", best.candidate, f"measured {best.speedup:.3f}x faster ({best.reason})"
+    measured = [a for a in attempts if a.speedup is not None]
+    others = [f"{a.candidate}: {a.reason.splitlines()[0]}" for a in attempts if a.speedup is None]
+    if measured:
+        tried = [f"{a.candidate} {a.speedup:.3f}x" for a in measured]
+        return "not faster", None, "measured, not faster: " + "; ".join(tried + others)
+    if not attempts:
+        return "not faster", None, "measured, not faster: no candidate to try"
+    first = next(a for a in attempts if a.status in ("check failed", "outputs differ"))
+    detail = "\n".join(first.reason.splitlines()[:REASON_LINES])
+    rest = [line for line in others if not line.startswith(first.candidate + ":")]
+    return "check failed", None, f"the check failed ({first.candidate}: {detail}" + "".join(f"; {r}" for r in rest) + ")"
+
+
+def report_json(results: list[KernelBench], meta: dict) -> str:
+    return json.dumps({**meta, "kernels": [{**asdict(replace(r, attempts=())), "attempts": [asdict(a) for a in r.attempts]}
+                                           for r in results]}, indent=2)
+
+
+def report_markdown(results: list[KernelBench], meta: dict) -> str:
+    lines = [f"# swzc benchmark report: {meta.get('file', '')} on {meta.get('device', '')}", ""]
+    for r in results:
+        lines += [f"## {r.kernel} (line {r.line}): {'accepted ' + r.chosen if r.chosen else 'declined'}", "", r.reason, "",
+                  f"Profiler: {r.profiler or '–'}", "",
+                  "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | measured L2 % | DRAM read MB | verdict |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for a in r.attempts:
+            def f(v: float | None, fmt: str) -> str:
+                return format(v, fmt) if v is not None else "–"
+            lines.append(f"| {a.candidate} | {f(a.predicted_l2_hit_rate, '.1f')} | {'yes' if a.correct else 'no'} | "
+                         f"{f(a.speedup, '.3f')} | {f(a.lower_bound, '.3f')} | {f(a.noise, '.2%')} | {f(a.baseline_ms, '.3f')} | "
+                         f"{f(a.ms, '.3f')} | {f(a.l2_hit_rate, '.1f')} | {f(a.dram_read_bytes and a.dram_read_bytes / 1e6, ',.0f')} | "
+                         f"{'accepted' if a.accepted else ' / '.join(a.reason.splitlines())} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""Whole-program benchmarking: the user's own program, built and run original and patched.
+
+The file's folder is copied twice (original, rewritten); `--build-cmd` runs once in each copy and
+`--bench-cmd` once per timed run, interleaved original, rewritten, original again (the A/A control).
+`{file}` in a command stands for the source file's name.  The time (ms) and the check value are read
+from the program's output with regular expressions; every run of the rewritten program must print
+the original's check value and exit 0.  A rewritten program that fails, hangs or prints no check value
+is a failed check (with its exit status and first lines of output), not a wrong result.  Commands run
+in their own process group, killed with everything they started on a timeout or an interrupt, and the
+copies are removed however the run ends.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from swzc.core import processes
+from swzc.core.errors import ExitCode, SwzcError
+from swzc.verify.harness import HarnessResult, Timing
+
+TIME_PATTERN = r"(?i)(?:\bms[\s:=]+([0-9]+(?:\.[0-9]+)?)|([0-9]+(?:\.[0-9]+)?)\s*ms\b)"
+CHECK_PATTERN = r"(?i)\bchecksum[\s:=]+(\S+)"
+TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class ProgramBench:
+    bench_cmd: str
+    build_cmd: str | None = None
+    runs: int = 5
+    time_pattern: str = TIME_PATTERN
+    check_pattern: str = CHECK_PATTERN
+
+
+def _copy(folder: Path, tag: str, where: Path) -> Path:
+    target = where / tag
+    inside = where.resolve()
+
+    def skipped(parent: str, names: list[str]) -> set[str]:  # .git, and the copies themselves when TMPDIR is in the folder
+        return {n for n in names if n == ".git" or (Path(parent) / n).resolve() == inside}
+
+    shutil.copytree(folder, target, symlinks=True, ignore=skipped)
+    return target
+
+
+def shell(cmd: str, cwd: Path, file: str, env: Mapping[str, str] | None = None) -> processes.Finished:
+    """One user command in `cwd`, `{file}` replaced by the source file's name, quoted for the shell (the name
+    is the file's, not the user's: `a;b.cu` must stay one word)."""
+    return processes.run(cmd.replace("{file}", shlex.quote(file)), TIMEOUT_S, cwd=cwd, env=env, shell=True)
+
+
+def _read(pattern: str, output: str) -> str | None:
+    match = re.search(pattern, output)
+    if match is None:
+        return None
+    return next((g for g in match.groups() if g is not None), match.group(0)) if match.groups() else match.group(0)
+
+
+def _number(found: str | None) -> float | None:
+    try:
+        return float(found) if found is not None else None
+    except ValueError:
+        return None
+
+
+def _said(done: processes.Finished) -> str:
+    return f"{done.status()}; its output began:\n{done.head()}"
+
+
+def program_copy(path: str, data: bytes, bench: ProgramBench, tag: str, where: Path) -> Path:
+    """The file's folder copied to `where`/`tag` (a folder the caller removes) with `data` as the file, built
+    with --build-cmd when given."""
+    source = Path(path).resolve()
+    copy = _copy(source.parent, tag, where)
+    (copy / source.name).write_bytes(data)
+    if bench.build_cmd:
+        built = shell(bench.build_cmd, copy, source.name)
+        if not built.ok:
+            raise SwzcError(f"the build command {built.status()} for the {tag} program: {bench.build_cmd}\n"
+                            f"{built.head()}", ExitCode.CHECK_FAILED)
+    return copy
+
+
+def run_program(path: str, original: bytes, rewritten: bytes, bench: ProgramBench) -> HarnessResult:
+    """Build and run both versions of the program; correctness from the check values, times interleaved."""
+    name = Path(path).name
+    with tempfile.TemporaryDirectory(prefix="swzc-program-", ignore_cleanup_errors=True) as tmp:
+        dirs = [program_copy(path, data, bench, tag, Path(tmp)) for tag, data in (("original", original), ("rewritten", rewritten))]
+        times: dict[str, list[float]] = {"a": [], "b": [], "a2": []}
+        expected = None
+        for _ in range(bench.runs):
+            for key, folder in (("a", dirs[0]), ("b", dirs[1]), ("a2", dirs[0])):
+                who = "rewritten" if key == "b" else "original"
+                done = shell(bench.bench_cmd, folder, name)
+                output = done.stdout + done.stderr
+                check = _read(bench.check_pattern, output)
+                ms = _number(_read(bench.time_pattern, output))
+                if not done.ok:
+                    how = _said(done)
+                elif check is None or ms is None:
+                    what, pattern = ("check value", bench.check_pattern) if check is None else ("time", bench.time_pattern)
+                    how = f"printed no {what} (pattern {pattern!r}); its output began:\n{done.head()}"
+                if not done.ok or check is None or ms is None:
+                    if who == "rewritten":
+                        return HarnessResult(False, f"the rewritten program `{bench.bench_cmd}` {how}", None, failed=True)
+                    raise SwzcError(f"`{bench.bench_cmd}` on the original program {how}", ExitCode.CHECK_FAILED)
+                if expected is None:
+                    expected = check
+                if check != expected:
+                    if who == "original":
+                        raise SwzcError(f"the original program's check value changes between runs ({expected} vs {check}): "
+                                        "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
+                    return HarnessResult(False, f"check value {check} differs from the original's {expected}", None)
+                times[key].append(ms)
+    return HarnessResult(True, "", Timing(tuple(times["a"]), tuple(times["b"]), tuple(times["a2"])))
