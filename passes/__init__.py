@@ -1,10 +1,61 @@
-"""Passes: each a pure function of (parsed file, analysis, hardware model) returning edits or refusals.
+"""Passes: each a pure function of (parsed file, analysis, proposal) returning edits or a refusal.
 
-A pass registers itself in PASSES; the pipeline runs the one it is asked for.  No pass writes files or prints.
+The registry `PASSES` holds every pass; each kernel is rewritten by the one pass that applies to it
+(`for_kernel`), and `run` carries out a file's accepted proposals through the registry, then inserts the
+swizzle functions they need once.  No pass writes files or prints.
+
+- `block_index` (block_index.py): the kernel's block index, and its same-file helpers' reads, swizzled.
+- `tile_loop` (tile_loop.py): a persistent kernel's tile loop swizzled inside the loop.
+
+Which order each kernel gets, or why it gets none, is decided before any pass runs (block_swizzle.py).
 """
 
 from __future__ import annotations
 
-from swzc.passes import block_swizzle
+from collections.abc import Mapping
 
-PASSES = {"block_swizzle": block_swizzle}
+from swzc.analysis import tileloop
+from swzc.analysis.records import FileAnalysis, KernelInfo
+from swzc.formulas.swizzles import cxx_library
+from swzc.passes.base import Names, Pass, Proposal, variable_name
+from swzc.passes.block_index import BlockIndexPass
+from swzc.passes.tile_loop import TileLoopPass
+from swzc.rewrite.edits import Edit
+
+PASSES: tuple[Pass, ...] = (TileLoopPass(), BlockIndexPass())
+
+LIBRARY_HEADER = ("// swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), "
+                  "proven before it was spliced in.\n")
+
+
+def for_kernel(kernel: KernelInfo) -> Pass:
+    """The registered pass that rewrites this kernel."""
+    return next(p for p in PASSES if p.applies(kernel))
+
+
+def run(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
+    """The edits for the accepted proposals (decisions already taken on the original tree), each kernel's from
+    its pass; the last one inserts the swizzle functions they need (swzc.pipeline.driver reads a kernel's own
+    fix that way)."""
+    if not accepted:
+        return []
+    names = Names(variable_name(analysis), variable_name(analysis, tileloop.VARIABLE))
+    edits: list[Edit] = []
+    library_at: list[int] = []
+    helpers_done: set[str] = set()
+    for index, proposal in sorted(accepted.items()):
+        kernel = analysis.kernels[index]
+        own, helpers = for_kernel(kernel).edits(analysis, kernel, proposal, names)
+        library_at.append(kernel.library_at)
+        edits += own
+        for name, helper_edits in helpers.items():
+            if name in helpers_done:
+                continue
+            helpers_done.add(name)
+            library_at.append(analysis.helpers[name].library_at)
+            edits += helper_edits
+    uses = [(p.spec, p.adapter) for p in accepted.values()]
+    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + cxx_library(uses) + "\n"))
+    if analysis.newline != "\n":
+        edits = [Edit(e.start, e.end, e.text.replace(b"\n", analysis.newline.encode())) for e in edits]
+    return edits

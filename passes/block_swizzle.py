@@ -1,14 +1,9 @@
-"""The block-swizzle pass: give each kernel a permutation of its block index, spliced in at the source.
+"""The block swizzle: which order each kernel gets, or why it gets none, before any pass runs.
 
-For a kernel it can rewrite, the pass declares the swizzled index once, before the first statement that
-reads the block index, and rewrites every read (``blockIdx.x`` -> ``swzc_block.x``).  Same-file helpers
-that read the block index call the swizzle function themselves, provided every kernel reaching them is
-rewritten the same way.  The swizzle functions go in once, before the first rewritten function.
-
-A persistent kernel, whose blocks walk a tile index ``for (t = blockIdx.x; t < T; t += gridDim.x)``, gets
-its swizzle inside that loop instead (swzc.analysis.tileloop): the body declares
-``const int swzc_tile = swzc_<spec>_1d(t, 0u, 0u, (unsigned)(T), (unsigned)(n)).x;`` and reads
-``swzc_tile`` where it read ``t``.  Its blocks are not permuted.
+`refusal` says why a kernel cannot be swizzled at all (its hazards, or what its pass cannot do: see the
+registry in swzc.passes); `propose` takes the requested order or the L2 model's pick; `settle` keeps a
+proposal only where every helper it rewrites is reached by kernels rewritten the same way.  The edits
+themselves come from the registered passes (swzc.passes.run).
 
 Choice without ``--swizzle``: the L2 model's best candidate (swzc.model.rank), or a decline when none cuts the
 predicted DRAM traffic by the margin.  Where the model cannot rank (the grid or the footprint is not
@@ -19,34 +14,13 @@ that are proven for it and what would settle the choice (a GPU run measures the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from swzc.analysis import tileloop
-from swzc.analysis.records import READS_BLOCK_INDEX, FileAnalysis, KernelInfo, Shape
-from swzc.rewrite.edits import Edit
-from swzc.target.hw import HardwareModel
+from swzc.analysis.records import READS_BLOCK_INDEX, FileAnalysis, KernelInfo
+from swzc.formulas.swizzles import Step, SwizzleSpec
 from swzc.model.rank import NO_DATA, Ranking
-from swzc.formulas.swizzles import Step, SwizzleSpec, cxx_library, parse_spec
-
-LIBRARY_HEADER = ("// swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), "
-                  "proven before it was spliced in.\n")
-
-
-@dataclass(frozen=True)
-class Proposal:
-    kernel: int  # index into FileAnalysis.kernels
-    spec: SwizzleSpec
-    adapter: str
-    shapes: tuple[Shape, ...] | None  # None: the file does not fix the grid
-    note: str = ""  # how it was chosen (the L2 model's numbers, or the measured result)
-
-
-@dataclass(frozen=True)
-class Decision:
-    kernel: int
-    status: str  # "refused", "declined", "unranked" (safe, but nothing chose an order) or "untouched"
-    reason: str
-    rules: tuple[str, ...] = ()  # the ids of the hazard rules that refuse the kernel (swzc.analysis.records.HAZARDS)
+from swzc.passes import for_kernel
+from swzc.passes.base import Decision, Proposal
+from swzc.target.hw import HardwareModel
 
 
 def family(kernel: KernelInfo, hw: HardwareModel) -> list[SwizzleSpec]:
@@ -72,26 +46,7 @@ def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
         return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")
     if not kernel.reads_block_index:
         return Decision(index, "untouched", "does not read the block index")
-    loop = kernel.tile_loop
-    if loop is not None:
-        where = f"at the top of the tile loop's body (line {loop.line})"
-        if kernel.helpers:
-            return Decision(index, "refused", f"helper {kernel.helpers[0]} reads the block index inside a kernel whose tiles "
-                            "the swizzle would permute: swzc cannot tell whether it follows the tile order")
-        if loop.count_splice is None:
-            return Decision(index, "refused", f"cannot declare the swizzled tile {where}: the tile count {loop.count!r} "
-                            "cannot be written there")
-        if loop.decode is not None and loop.decode.splice_text is None:
-            return Decision(index, "refused", f"cannot declare the swizzled tile {where}: the decode divisor "
-                            f"{loop.decode.divisor!r} cannot be written there")
-        return None
-    if kernel.decode is not None and kernel.decode.splice_text is None:
-        return Decision(index, "refused", f"cannot declare the swizzle before the first block-index read: the tile "
-                        f"count {kernel.decode.divisor!r} is not known there")
-    if kernel.decode is not None and kernel.helpers:
-        return Decision(index, "refused", f"helper {kernel.helpers[0]} reads the block index, and the tile decode's "
-                        f"divisor {kernel.decode.divisor!r} is not visible inside it")
-    return None
+    return for_kernel(kernel).refusal(kernel, index)
 
 
 def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: SwizzleSpec | None,
@@ -111,7 +66,7 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
     elif isinstance(ranked, Ranking):
         if ranked.chosen is None:
             return Decision(index, "declined", ranked.reason)
-        spec, note = parse_spec(ranked.chosen), ranked.reason
+        spec, note = ranked.chosen, ranked.reason
     elif isinstance(ranked, str) and ranked.startswith(NO_DATA):  # nothing read: no order can share anything
         return Decision(index, "declined", ranked)
     else:
@@ -150,87 +105,3 @@ def settle(analysis: FileAnalysis, proposals: Mapping[int, Proposal]) -> tuple[d
                                             f"with kernel {other}, which is not rewritten the same way"))
                     changed = True
     return kept, refused
-
-
-def _call_args(kernel: KernelInfo, adapter: str, decode_text: str | None) -> str:
-    if kernel.spelling == "hip":
-        blocks, grid = "hipBlockIdx_x, hipBlockIdx_y, hipBlockIdx_z", "hipGridDim_x"
-        grid_y = "hipGridDim_y"
-    else:
-        blocks, grid, grid_y = "blockIdx.x, blockIdx.y, blockIdx.z", "gridDim.x", "gridDim.y"
-    if adapter == "2d":
-        return f"{blocks}, {grid}, {grid_y}"
-    if adapter == "1d":
-        return f"{blocks}, {grid}, (unsigned)({decode_text})"
-    return f"{blocks}, {grid}"
-
-
-def variable_name(analysis: FileAnalysis, base: str = "swzc_block") -> str:
-    """`base`, or `base_1`, `base_2` … where the file already uses that name."""
-    name, n = base, 0
-    while name in analysis.identifiers:
-        n += 1
-        name = f"{base}_{n}"
-    return name
-
-
-def _tile_loop_edits(kernel: KernelInfo, proposal: Proposal, var: str) -> list[Edit]:
-    """Declare the swizzled tile at the top of the loop body and read it wherever the body read the loop variable."""
-    loop = kernel.tile_loop
-    assert loop is not None and loop.count_splice is not None
-    args = f"{loop.var}, 0u, 0u, (unsigned)({loop.count_splice})"
-    if proposal.adapter == "1d":
-        assert loop.decode is not None
-        args += f", (unsigned)({loop.decode.splice_text})"
-    decl = f"const {loop.index_type} {var} = {proposal.spec.function_name(proposal.adapter)}({args}).x;"
-    edits = [Edit.replace(start, end, var) for start, end in loop.reads]
-    if not loop.braced:
-        edits += [Edit.insert(loop.insert_at, f"{{ {decl} "), Edit.insert(loop.body_end, " }")]
-    elif loop.inline:
-        edits.append(Edit.insert(loop.insert_at, f"{decl} "))
-    else:
-        edits.append(Edit.insert(loop.insert_at, f"{loop.indent}{decl}  // swzc: {proposal.spec.name}\n"))
-    return edits
-
-
-def splice(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
-    """The edits for the accepted proposals (decisions already taken on the original tree); the last one
-    inserts the swizzle functions they need (swzc.pipeline.driver reads a kernel's own fix that way)."""
-    if not accepted:
-        return []
-    var = variable_name(analysis)
-    tile_var = variable_name(analysis, tileloop.VARIABLE)
-    edits: list[Edit] = []
-    library_at: list[int] = []
-    helpers_done: set[str] = set()
-    for index, proposal in sorted(accepted.items()):
-        kernel = analysis.kernels[index]
-        fn = proposal.spec.function_name(proposal.adapter)
-        decode_text = kernel.decode.splice_text if kernel.decode is not None else None
-        call = f"{fn}({_call_args(kernel, proposal.adapter, decode_text)})"
-        library_at.append(kernel.library_at)
-        if kernel.tile_loop is not None:
-            edits += _tile_loop_edits(kernel, proposal, tile_var)
-            continue
-        if kernel.uses:
-            assert kernel.insert_at is not None
-            decl = f"const uint3 {var} = {call};"
-            if kernel.inline:
-                edits.append(Edit.insert(kernel.insert_at, f"{decl} "))
-            else:
-                edits.append(Edit.insert(kernel.insert_at, f"{kernel.indent}{decl}  // swzc: {proposal.spec.name}\n"))
-            for use in kernel.uses:
-                edits.append(Edit.replace(use.start, use.end, f"{var}.{use.axis}" if use.axis else var))
-        for name in kernel.helpers:
-            if name in helpers_done:
-                continue
-            helpers_done.add(name)
-            helper = analysis.helpers[name]
-            library_at.append(helper.library_at)
-            for use in helper.uses:
-                edits.append(Edit.replace(use.start, use.end, f"{call}.{use.axis}" if use.axis else call))
-    uses = [(p.spec, p.adapter) for p in accepted.values()]
-    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + cxx_library(uses) + "\n"))
-    if analysis.newline != "\n":
-        edits = [Edit(e.start, e.end, e.text.replace(b"\n", analysis.newline.encode())) for e in edits]
-    return edits

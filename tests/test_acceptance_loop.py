@@ -67,14 +67,15 @@ def measured(monkeypatch):
             mine["text"] = self.rewrite(formula)
             faster = self.kernel.name not in slower
             attempt = Attempt(formula.name, predicted, True, faster, 1.2 if faster else 0.9, 1.1 if faster else 0.8, 0.01,
-                              1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster")
+                              1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster", formula)
             self.attempts.append(attempt)
             return attempt
 
         def result(self):
-            chosen = self.attempts[-1].candidate if self.attempts and self.kernel.name not in slower else None
-            return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen, f"measured {self.kernel.name}",
-                               status="accepted" if chosen else "not faster")
+            chosen = self.attempts[-1] if self.attempts and self.kernel.name not in slower else None
+            return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate,
+                               f"measured {self.kernel.name}", status="accepted" if chosen else "not faster",
+                               formula=chosen and chosen.formula)
 
     monkeypatch.setattr(pipeline, "Bencher", Bencher)
     return asked, failing, slower

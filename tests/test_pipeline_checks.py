@@ -2,11 +2,14 @@
 rewrite, a helper shared by kernels that are not rewritten alike is left alone, and the spliced names never
 collide with the file's."""
 
+from dataclasses import replace
+from types import MappingProxyType
+
 import pytest
 from click.testing import CliRunner
 
 from swzc.formulas import prove as prover
-from swzc.formulas import swizzles
+from swzc.formulas import steps, swizzles
 from swzc.analysis.kernels import analyze
 from swzc.commands.cli import main
 from swzc.core.errors import ExitCode, SwzcError
@@ -42,7 +45,7 @@ def rewritten(code: str, swizzle: str | None = "grouped:8", hw: str = "h200"):
 def naive_chiplet_remap(tmp_path, monkeypatch):
     """The chiplet remap replaced by its naive form, in the prover and the splice alike (one definition)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setitem(swizzles.FORMULAS, "xcd", NAIVE_XCD)
+    monkeypatch.setattr(steps, "KINDS", MappingProxyType({**steps.KINDS, "xcd": replace(steps.KINDS["xcd"], cxx=NAIVE_XCD)}))
     prover.build_prover.cache_clear()
     yield
     prover.build_prover.cache_clear()

@@ -11,6 +11,9 @@ import stat
 import tempfile
 from pathlib import Path
 
+from dataclasses import replace
+from types import MappingProxyType
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 from swzc.core import cache
 
 from swzc.formulas import prove as prover
-from swzc.formulas import swizzles
+from swzc.formulas import steps, swizzles
 from swzc.formulas.swizzles import parse_spec
 
 SPECS = [parse_spec(s) for s in (
@@ -80,7 +83,7 @@ static __device__ __forceinline__ unsigned swzc_xcd(unsigned p, unsigned m, unsi
 
 def test_prover_catches_the_naive_chiplet_remap(monkeypatch):
     """The shipped-bug form x * (T / N) + r is not a bijection when N does not divide T."""
-    monkeypatch.setitem(swizzles.FORMULAS, "xcd", NAIVE_XCD)
+    monkeypatch.setattr(steps, "KINDS", MappingProxyType({**steps.KINDS, "xcd": replace(steps.KINDS["xcd"], cxx=NAIVE_XCD)}))
     prover.build_prover.cache_clear()
     try:
         ok, bad = prover.prove([
@@ -146,7 +149,7 @@ def test_the_chunked_remap_calls_its_own_formula_with_both_parameters():
     assert "  p = swzc_xcd(p, m, n, 8u);\n" in parse_spec("xcd:8").adapter_cxx("linear")
     assert "  p = swzc_xcd_chunked(p, m, n, 8u, 4u);\n" in parse_spec("xcd:8:4").adapter_cxx("linear")
     chunked = swizzles.cxx_library([(parse_spec("xcd:8:4"), "linear")])
-    assert swizzles.FORMULAS["xcd_chunked"] in chunked and swizzles.FORMULAS["xcd"] not in chunked
+    assert steps.KINDS["xcd"].chunked_cxx in chunked and steps.KINDS["xcd"].cxx not in chunked
 
 
 RAGGED = [(16, 16), (17, 33), (45, 37), (1, 50), (50, 1), (100, 3), (31, 64), (9, 129)]

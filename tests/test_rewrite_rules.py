@@ -6,7 +6,9 @@ import pytest
 
 from swzc.analysis.kernels import analyze
 from swzc.frontend.evaluate import Macro, expression_of
+from swzc import passes
 from swzc.passes import block_swizzle
+from swzc.passes.base import variable_name
 from swzc.pipeline.driver import RunPlan, Options, load_hw, parse_swizzle, rewrite_source
 from swzc.frontend.source import load_bytes
 from swzc.analysis.splice_safety import side_effect
@@ -116,15 +118,15 @@ def test_a_helper_reached_by_one_kernel_only_is_rewritten_with_it():
 def test_settle_with_nothing_to_settle_keeps_everything():
     analysis = analysed(SHARED)
     assert block_swizzle.settle(analysis, {}) == ({}, [])
-    assert block_swizzle.splice(analysis, {}) == []
+    assert passes.run(analysis, {}) == []
 
 
 # ---- the spliced names and text ----------------------------------------------------------------------
 
 def test_variable_names_skip_every_name_the_file_uses():
     analysis = analysed("int swzc_block, swzc_block_1, swzc_block_3;\n__global__ void k(float* c) { c[blockIdx.x] = 0; }\n")
-    assert block_swizzle.variable_name(analysis) == "swzc_block_2"
-    assert block_swizzle.variable_name(analysis, "swzc_tile") == "swzc_tile"
+    assert variable_name(analysis) == "swzc_block_2"
+    assert variable_name(analysis, "swzc_tile") == "swzc_tile"
 
 
 def test_a_crlf_file_gets_crlf_in_every_inserted_line():

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from swzc.formulas.adapters import Adapter
 from swzc.frontend.evaluate import Dim3, Value
 
 Shape = tuple[int, int, int, int]  # gx, gy, gz, decode divisor (0 when there is none)
@@ -162,12 +163,12 @@ class KernelInfo:
         return bool(self.uses or self.helpers)
 
     @property
-    def adapter(self) -> str:
+    def adapter(self) -> Adapter:
         if self.tile_loop is not None:  # the swizzle permutes the loop's tiles, (T / n) x n or one row of T
-            return "1d" if self.tile_loop.decode is not None else "linear"
+            return Adapter.ONE_D if self.tile_loop.decode is not None else Adapter.LINEAR
         if self.decode is not None:
-            return "1d"
-        return "2d" if self.dims >= 2 else "linear"
+            return Adapter.ONE_D
+        return Adapter.TWO_D if self.dims >= 2 else Adapter.LINEAR
 
     @property
     def shapes(self) -> tuple[Shape, ...] | None:

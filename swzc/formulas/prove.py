@@ -27,6 +27,7 @@ from swzc.core import cache
 
 from swzc.core import processes
 from swzc.core.errors import ExitCode, SwzcError
+from swzc.formulas.adapters import Adapter
 from swzc.formulas.swizzles import CustomSwizzle, SwizzleSpec, cxx_library
 
 # A grid is (gx, gy, gz) and, for the 1d adapter, the decode divisor n (0 otherwise).
@@ -133,13 +134,6 @@ int main() {
 }
 """
 
-_CALL = {
-    "2d": "{fn}(bx, by, bz, gx, gy)",
-    "1d": "{fn}(bx, by, bz, gx, n)",
-    "linear": "{fn}(bx, by, bz, gx)",
-}
-
-
 @dataclass(frozen=True)
 class Proof:
     spec: str
@@ -158,7 +152,7 @@ class Proof:
 
 def host_program(uses: list[tuple[SwizzleSpec, str]]) -> str:
     cases = "".join(
-        f"    case {i}: return {_CALL[adapter].format(fn=spec.function_name(adapter))};\n"
+        f"    case {i}: return {Adapter(adapter).prover_call(spec.function_name(adapter))};\n"
         for i, (spec, adapter) in enumerate(uses)
     )
     return _HOST_PRELUDE + cxx_library(uses) + _HOST_MAIN % cases

@@ -61,11 +61,12 @@ fitted on half of the kernels.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 
+from swzc.formulas.swizzles import Formula
 from swzc.model.footprint import Footprint
 from swzc.target.hw import HardwareModel
 
@@ -94,6 +95,7 @@ class Prediction:
     reads: int = 0  # the footprint's reads, in fetch units
     merged: int = 0  # reads the L2 request coalescer merges: never looked up
     fabric: int = 0  # requests sent on from a near partition to the far home one (ncu: lts__t_sectors_srcunit_ltcfabric)
+    formula: Formula | None = field(default=None, compare=False)  # the order predicted, where a ranking made it
 
     def scaled(self, scale: float) -> Prediction:
         """This prediction over the first dispatch positions, as totals for a grid `scale` times as large: every

@@ -1,8 +1,9 @@
 """Ranking: the built-in swizzle family, scored by the L2 model, best first.
 
-The candidates are identity, colmajor, grouped:G and serpentine:G for G from 2 up to the tile rows (the
-steps of `GROUPS`), hilbert:K and morton:K (space-filling orders of K x K panels) where the grid holds
-such a panel, and on a chiplet GPU xcd:N and its chunked forms xcd:N:C, alone and before each of those.
+The candidates come from the table of kinds (swzc.formulas.steps.KINDS): identity, colmajor, grouped:G and
+serpentine:G for the table's G below the tile rows, hilbert:K and morton:K (space-filling orders of K x K
+panels) where the grid holds such a panel, and on a chiplet GPU xcd:N and its chunked forms xcd:N:C, alone
+and before each of those.
 They are ranked by predicted L2 hit rate (then by predicted DRAM bytes).  A kernel keeps identity (is
 declined) unless the best candidate raises the predicted hit rate by `MARGIN_POINTS`.
 
@@ -35,20 +36,17 @@ from swzc.target.hw import HardwareModel
 from swzc.model.l2model import L2Model, Prediction
 from swzc.formulas.prove import dispatch_maps
 from swzc.model.residency import Residency, residency
+from swzc.formulas import steps
 from swzc.formulas.swizzles import Step, SwizzleSpec
 
 if TYPE_CHECKING:
     from swzc.analysis.context import FileContext
 
 MARGIN_POINTS = 5.0  # the best candidate must raise the predicted L2 hit rate by this much to be worth a patch
-GROUPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # grouped:G below the tile rows
-SERPENTINE = (2, 4, 8, 16, 32, 64)  # serpentine:G below the tile rows
-CHUNKS = (4, 16)  # xcd:N:C on a chiplet GPU
 # A larger grid is modelled over its first MAX_MODEL_BLOCKS dispatch positions: every candidate has reached
 # its steady pattern by then (a group, a panel band, a column run), and the cost per kernel stays bounded.
 MAX_MODEL_BLOCKS = 1 << 16
 NO_DATA = "no data to share"  # how a write-only kernel's reason starts: the pass declines it
-PANELS = (4, 8, 16)  # hilbert:K and morton:K where the grid holds a K x K panel
 # Predictions this close to the best are ties for the model: its error is a few points per order
 # (bench/results/l2_model_vs_ncu_h200.md).
 TIE_POINTS = 3.0
@@ -58,7 +56,7 @@ TIE_POINTS = 3.0
 class Ranking:
     footprint: Footprint
     predictions: tuple[Prediction, ...]  # best first; identity among them
-    chosen: str | None  # None: nothing beats identity by the margin
+    chosen: SwizzleSpec | None  # None: nothing beats identity by the margin
     reason: str  # why chosen, or why declined, with the numbers
     residency: Residency | None = None  # the blocks per SM or CU the model ran with, and where that came from
 
@@ -72,39 +70,46 @@ class Ranking:
         return measuring_order(self.predictions)
 
 
-def kind(candidate: str) -> str:
-    """An order's kind: its steps without their parameters (`xcd:8:4+grouped:8` -> `xcd+grouped`)."""
-    return "+".join(step.split(":", 1)[0] for step in candidate.split("+"))
-
-
 def measuring_order(predictions: Sequence[Prediction]) -> tuple[Prediction, ...]:
     """Ranked predictions (best first) reordered for timing: the best; then, among those within `TIE_POINTS`
     of it, the best of every kind not yet taken, in rank order; then everything else in rank order."""
     if not predictions:
         return ()
     best = predictions[0]
-    first, kinds = [best], {kind(best.candidate)}
+    first, kinds = [best], {_kind(best)}
     for p in predictions[1:]:
         if best.l2_hit_rate - p.l2_hit_rate > TIE_POINTS:
             break
-        if kind(p.candidate) not in kinds:
-            kinds.add(kind(p.candidate))
+        if _kind(p) not in kinds:
+            kinds.add(_kind(p))
             first.append(p)
     taken = {p.candidate for p in first}
     return (*first, *(p for p in predictions if p.candidate not in taken))
 
 
+def _kind(p: Prediction) -> str:
+    """A prediction's kind of order: its formula's steps without their parameters (`xcd+grouped`)."""
+    return p.formula.kind if p.formula is not None else "+".join(s.split(":", 1)[0] for s in p.candidate.split("+"))
+
+
 def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> list[SwizzleSpec]:
+    """The orders the model ranks, from the table of kinds (swzc.formulas.steps.KINDS): identity; every tile
+    kind at each of its ranked parameters that fits the tile grid, in the table's order, the panel kinds side
+    by side parameter by parameter; and on a chiplet GPU each chiplet step alone and before each tile order."""
     rows, cols, _ = tiles
     tile_orders: list[tuple[Step, ...]] = []
     if adapter != "linear" and rows > 1 and cols > 1:
-        tile_orders.append((Step("colmajor"),))
-        tile_orders += [(Step("grouped", g),) for g in GROUPS if g < rows]
-        tile_orders += [(Step("serpentine", g),) for g in SERPENTINE if g < rows]
-        tile_orders += [(Step(kind, k),) for k in PANELS if k <= rows and k <= cols for kind in ("hilbert", "morton")]
+        kinds = [k for k in steps.KINDS.values() if k.tiles]
+        for k in kinds:
+            if not k.panel:
+                params = k.ranked if k.letter is not None else (0,)
+                tile_orders += [(Step(k.name, p),) for p in params if k.fits(p, rows, cols)]
+        panels = [k for k in kinds if k.panel]
+        sides = sorted({p for k in panels for p in k.ranked})
+        tile_orders += [(Step(k.name, p),) for p in sides for k in panels if p in k.ranked and k.fits(p, rows, cols)]
     specs = [SwizzleSpec(())] + [SwizzleSpec(order) for order in tile_orders]
     if hw.chiplets > 1:
-        chips = [Step("xcd", hw.chiplets)] + [Step("xcd", hw.chiplets, c) for c in CHUNKS]
+        chips = [Step(k.name, hw.chiplets, c) for k in steps.KINDS.values() if k.per_chiplet for c in (0, *k.ranked_chunks)]
         specs += [SwizzleSpec((chip,)) for chip in chips]
         specs += [SwizzleSpec((chip, *order)) for chip in chips for order in tile_orders]
     return specs
@@ -183,7 +188,8 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
     model = L2Model(fp, hw, resident)
     scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
-    predictions = sorted((model.predict(s.name, order, adapter, divisor).scaled(scale) for s, order in zip(specs, maps)),
+    predictions = sorted((replace(model.predict(s.name, order, adapter, divisor).scaled(scale), formula=s)
+                          for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = predictions[0]
@@ -199,7 +205,7 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
         return Ranking(fp, tuple(predictions), None, reason)
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
-    return Ranking(fp, tuple(predictions), best.candidate, reason)
+    return Ranking(fp, tuple(predictions), best.formula, reason)
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:

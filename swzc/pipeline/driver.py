@@ -23,6 +23,7 @@ from swzc.rewrite.edits import Edit, rewrite
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.frontend.evaluate import Dim3, Evaluator, Value, expression_of
 from swzc.target.hw import HardwareModel
+from swzc import passes
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.verify.observe import observe_launches, observed_launches
@@ -113,6 +114,7 @@ class KernelOutcome:
     chosen_by: str = ""  # the L2 model's numbers, or the measured result
     candidates: tuple[tuple[str, float, float], ...] = ()  # (name, predicted L2 hit %, predicted DRAM bytes)
     rules: tuple[str, ...] = ()  # a refused kernel's hazard rule ids ("SWZ101", swzc.analysis.records.HAZARDS)
+    formula: Formula | None = field(default=None, compare=False)  # the order spliced in; `swizzle` is its name
 
 
 @dataclass(frozen=True)
@@ -360,10 +362,10 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         result = bencher.result()
         benches.append(result)
         exploring = isinstance(ranking, Ranking) and ranking.chosen is None and any(
-            t.name == EXPLORE and t.proposer == "builtin" for t in history)
+            t.formula == EXPLORE and t.proposer == "builtin" for t in history)
         model = f"{ranking.reason}; the transposed raster was measured anyway: " if exploring else ""  # type: ignore[union-attr]
-        if result.chosen is not None:
-            chosen[index] = next(t.formula for t in history if t.name == result.chosen and t.formula is not None)
+        if result.formula is not None:
+            chosen[index] = result.formula
             notes[index] = model + result.reason
         else:
             declined[index] = model + result.reason
@@ -509,7 +511,7 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
     for decision in refused:
         decisions[decision.kernel] = decision
 
-    edits = block_swizzle.splice(analysis, accepted)
+    edits = passes.run(analysis, accepted)
     new_src = rewrite(src, edits) if edits else src
     patch = patch_from_edits(src.path, src.data, edits, new_src.data)
 
@@ -532,7 +534,8 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
         if index in accepted:
             p = accepted[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, "rewritten", _describe(kernel, p), p.spec.name,
-                                          p.adapter, grids, _proof_text(proofs[index], kernel), p.note, table))
+                                          p.adapter, grids, _proof_text(proofs[index], kernel), p.note, table,
+                                          formula=p.spec))
         else:
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
@@ -546,7 +549,7 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
 
 def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:
     """One kernel's own edits (and its helpers'), without the library insertion, which splice puts last."""
-    return tuple(block_swizzle.splice(analysis, {index: proposal})[:-1])
+    return tuple(passes.run(analysis, {index: proposal})[:-1])
 
 
 def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, indices: list[int],

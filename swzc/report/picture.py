@@ -43,7 +43,7 @@ from swzc.formulas.prove import Shape, dispatch_maps
 from swzc.model.rank import MARGIN_POINTS, Ranking, rank
 from swzc.model.residency import Residency
 from swzc.analysis.context import FileContext
-from swzc.formulas.swizzles import SwizzleSpec, parse_spec
+from swzc.formulas.swizzles import SwizzleSpec
 
 # The largest tile grid drawn whole; a larger one is drawn by its top-left corner of this many tiles a side.
 # Past it a tile would be less than a pixel of a picture that still fits a screen.
@@ -554,23 +554,24 @@ def _grid(info: KernelInfo, ranking: Ranking | str) -> tuple[tuple[int, int, int
 
 def _orders(ranking: Ranking | str, swizzle: SwizzleSpec | None, runner_up: bool) -> tuple[list[SwizzleSpec], str]:
     """The orders to draw, identity first, and a note on why the second is the one drawn."""
-    ranked = [p.candidate for p in ranking.predictions if p.candidate != "identity"] if isinstance(ranking, Ranking) else []
+    ranked = [p.formula for p in ranking.predictions if p.formula is not None and not p.formula.is_identity] \
+        if isinstance(ranking, Ranking) else []
     if swizzle is not None and swizzle.is_identity:
         chosen, note = swizzle, "Identity, as given by --swizzle."
     elif swizzle is not None:
         chosen, note = swizzle, f"Beside identity: {swizzle.name}, given by --swizzle."
     elif isinstance(ranking, Ranking) and ranking.chosen is not None:
-        chosen, note = parse_spec(ranking.chosen), f"Beside identity: {ranking.chosen}, the L2 model's choice."
+        chosen, note = ranking.chosen, f"Beside identity: {ranking.chosen.name}, the L2 model's choice."
     elif ranked:
-        chosen = parse_spec(ranked[0])
-        note = (f"Beside identity: {ranked[0]}, the L2 model's best candidate; the model keeps identity, as no candidate "
+        chosen = ranked[0]
+        note = (f"Beside identity: {ranked[0].name}, the L2 model's best candidate; the model keeps identity, as no candidate "
                 f"gains {MARGIN_POINTS:g} points of L2 hits.")
     else:
         return [IDENTITY], "The L2 model has no candidate but identity for this grid."
     orders = [IDENTITY] + ([chosen] if not chosen.is_identity else [])
     if runner_up:
-        nxt = next((name for name in ranked if name not in {o.name for o in orders}), None)
+        nxt = next((spec for spec in ranked if spec not in orders), None)
         if nxt is not None:
-            orders.append(parse_spec(nxt))
-            note += f" Third: {nxt}, the runner-up."
+            orders.append(nxt)
+            note += f" Third: {nxt.name}, the runner-up."
     return orders, note

@@ -26,10 +26,10 @@ from swzc.passes import block_swizzle
 from swzc.formulas.prove import Proof, prove
 from swzc.model.rank import Ranking, rank
 from swzc.analysis.context import FileContext
-from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
+from swzc.formulas.swizzles import Formula, Step, SwizzleSpec
 
 PROPOSERS = ("builtin", "llm", "both")
-EXPLORE = "colmajor"  # the one candidate the loop measures when the model predicts no gain
+EXPLORE = SwizzleSpec((Step("colmajor"),))  # the one candidate the loop measures when the model predicts no gain
 
 
 @dataclass(frozen=True)
@@ -105,13 +105,13 @@ class BuiltinProposer:
         ranking = task.ranking
         if isinstance(ranking, Ranking):
             if ranking.chosen is None:
-                explore = next((p for p in ranking.predictions if p.candidate == EXPLORE), None)
+                explore = next((p for p in ranking.predictions if p.formula == EXPLORE), None)
                 if explore is None or not task.measured:
                     return []
-                return [(parse_spec(explore.candidate), explore.l2_hit_rate)]
+                return [(EXPLORE, explore.l2_hit_rate)]
             floor = ranking.identity.l2_hit_rate
-            return [(parse_spec(p.candidate), p.l2_hit_rate) for p in ranking.to_measure
-                    if p.candidate != "identity" and p.l2_hit_rate > floor]
+            return [(p.formula, p.l2_hit_rate) for p in ranking.to_measure
+                    if p.formula is not None and not p.formula.is_identity and p.l2_hit_rate > floor]
         if not task.measured:
             return []
         return [(spec, None) for spec in block_swizzle.family(task.kernel, task.hw)]
@@ -167,13 +167,13 @@ def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
     ranking = task.ranking
     if not isinstance(ranking, Ranking):
         return None, f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
-    known = next((p for p in ranking.predictions if p.candidate == formula.name), None)
+    known = next((p for p in ranking.predictions if p.formula == formula), None)
     if known is None:
         # with the residency the family was ranked with, so that the numbers compare
         got = rank(task.ctx, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
         if not isinstance(got, Ranking):
             return None, f"proven; the L2 model cannot rank it ({got})"
-        known = next(p for p in got.predictions if p.candidate == formula.name)
+        known = next(p for p in got.predictions if p.formula == formula)
     base = ranking.identity
     return known.l2_hit_rate, (f"proven; predicted {known.l2_hit_rate:.1f} % L2 hits and {known.dram_bytes / 1e6:,.0f} MB "
                                f"from DRAM (identity {base.l2_hit_rate:.1f} %, {base.dram_bytes / 1e6:,.0f} MB)")

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from swzc.core import processes
@@ -76,10 +76,12 @@ class Attempt:
     reason: str
     seconds: float
     status: str = "not faster"  # one of ATTEMPT_STATUSES: "outputs differ" ran and disagreed, "check failed" did not run through
+    formula: Formula | None = field(default=None, compare=False)  # the order measured; `candidate` is its name
 
     @classmethod
-    def unmeasured(cls, candidate: str, predicted: float | None, status: str, reason: str, seconds: float) -> Attempt:
-        return cls(candidate, predicted, False, False, None, None, None, None, None, None, None, reason, seconds, status)
+    def unmeasured(cls, formula: Formula, predicted: float | None, status: str, reason: str, seconds: float) -> Attempt:
+        return cls(formula.name, predicted, False, False, None, None, None, None, None, None, None, reason, seconds, status,
+                   formula)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class KernelBench:
     baseline_l2_hit_rate: float | None = None
     profiler: str = ""  # the profiler used, or why there was none
     status: str = "not faster"  # one of KERNEL_STATUSES
+    formula: Formula | None = field(default=None, compare=False)  # the chosen order; `chosen` is its name
 
 
 def profiler_note(toolchain: str) -> str:
@@ -236,7 +239,7 @@ class Bencher:
             if result.failed or result.timing is None:
                 status = "check failed" if result.failed or result.correct else "outputs differ"
                 why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-                attempt = Attempt.unmeasured(name, predicted, status, why, time.perf_counter() - start)
+                attempt = Attempt.unmeasured(formula, predicted, status, why, time.perf_counter() - start)
             else:
                 verdict = judge(result.timing, True)
                 hit = dram = None
@@ -246,14 +249,14 @@ class Bencher:
                     hit, dram = profile(built, "b")
                 attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
                                   verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
-                                  time.perf_counter() - start, "accepted" if verdict.accepted else "not faster")
+                                  time.perf_counter() - start, "accepted" if verdict.accepted else "not faster", formula)
         self.attempts.append(attempt)
         return attempt
 
     def result(self) -> KernelBench:
         status, chosen, reason = conclude(self.attempts)
-        return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen, reason, self.baseline_hit,
-                           self.profiler, status)
+        return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
+                           self.baseline_hit, self.profiler, status, chosen and chosen.formula)
 
 
 def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
@@ -267,14 +270,14 @@ def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: 
     return bencher.result()
 
 
-def conclude(attempts: list[Attempt]) -> tuple[str, str | None, str]:
-    """(status, chosen candidate, reason) of a kernel from its attempts: the fastest accepted candidate; else
+def conclude(attempts: list[Attempt]) -> tuple[str, Attempt | None, str]:
+    """(status, chosen attempt, reason) of a kernel from its attempts: the fastest accepted candidate; else
     "measured, not faster" when any candidate was timed; else "the check failed (...)" with the first
     failure's detail (how the harness ended and its first lines of output)."""
     accepted = [a for a in attempts if a.accepted]
     if accepted:
         best = max(accepted, key=lambda a: a.speedup or 0.0)
-        return "accepted", best.candidate, f"measured {best.speedup:.3f}x faster ({best.reason})"
+        return "accepted", best, f"measured {best.speedup:.3f}x faster ({best.reason})"
     measured = [a for a in attempts if a.speedup is not None]
     others = [f"{a.candidate}: {a.reason.splitlines()[0]}" for a in attempts if a.speedup is None]
     if measured:
@@ -289,8 +292,13 @@ def conclude(attempts: list[Attempt]) -> tuple[str, str | None, str]:
 
 
 def report_json(results: list[KernelBench], meta: dict) -> str:
-    return json.dumps({**meta, "kernels": [{**asdict(replace(r, attempts=())), "attempts": [asdict(a) for a in r.attempts]}
+    return json.dumps({**meta, "kernels": [{**_record(replace(r, attempts=())), "attempts": [_record(a) for a in r.attempts]}
                                            for r in results]}, indent=2)
+
+
+def _record(measured: Attempt | KernelBench) -> dict:
+    """A record as JSON: the order by its name (`candidate`, `chosen`), not its steps."""
+    return {k: v for k, v in asdict(measured).items() if k != "formula"}
 
 
 def report_markdown(results: list[KernelBench], meta: dict) -> str:
