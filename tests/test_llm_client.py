@@ -37,7 +37,7 @@ from llm_server import (
     serve,
     valid_reply,
 )
-import swzc.search.llm.client as client_module
+import swzc.search.llm.client_transport as transport_module
 from swzc.core.errors import ExitCode
 from swzc.search.llm.client import (
     MAX_REPLY_BYTES,
@@ -219,7 +219,7 @@ def test_a_slow_body_is_cut_off_at_the_timeout(case: str) -> None:
 def test_the_body_keeps_the_deadline_even_where_the_connection_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should httpx stop taking the network backend that bounds every read, the body's own check still holds,
     at most one read late."""
-    monkeypatch.setattr(client_module, "_DeadlineBackend", lambda backend: backend)
+    monkeypatch.setattr(transport_module, "_DeadlineBackend", lambda backend: backend)
     with serve([Trickle(every_s=0.2)]) as server:
         error, elapsed = timed_failure(server, timeout_s=1.0, retries=0)
     assert 0.95 <= elapsed < 1.2 + SLACK_S

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from swzc.search.llm import restrict
+from swzc.search.llm import restrict, restrict_numbers
 from swzc.search.llm.restrict import Checked, Violation, check_body
 
 
@@ -183,7 +183,7 @@ def test_a_body_that_can_end_without_a_return_is_told_so_on_its_last_line():
 
 # ---- C++'s integers ------------------------------------------------------------------------------------------
 
-INT, UINT, LLONG, ULLONG = restrict._INT, restrict._UINT, restrict._LLONG, restrict._ULLONG
+INT, UINT, LLONG, ULLONG = restrict_numbers._INT, restrict_numbers._UINT, restrict_numbers._LLONG, restrict_numbers._ULLONG
 
 
 @pytest.mark.parametrize("kind, low, high", [(INT, -(1 << 31), (1 << 31) - 1), (UINT, 0, (1 << 32) - 1),
@@ -203,7 +203,7 @@ def test_each_type_holds_exactly_its_range(kind, low, high):
                                           (LLONG, ULLONG, ULLONG), (ULLONG, LLONG, ULLONG), (UINT, ULLONG, ULLONG),
                                           (ULLONG, INT, ULLONG), (UINT, UINT, UINT)])
 def test_the_usual_arithmetic_conversions(a, b, common):
-    assert restrict._common(a, b) == common
+    assert restrict_numbers._common(a, b) == common
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -220,7 +220,7 @@ def test_the_usual_arithmetic_conversions(a, b, common):
     ("-0", (0, INT)),
 ])
 def test_integer_literals_have_the_value_and_type_cxx_gives_them(text, expected):
-    assert restrict._literal(text) == expected
+    assert restrict_numbers._literal(text) == expected
 
 
 @pytest.mark.parametrize("text, message", [
@@ -236,7 +236,7 @@ def test_integer_literals_have_the_value_and_type_cxx_gives_them(text, expected)
     ("-9223372036854775808", "the literal 9223372036854775808 is too large"),
 ])
 def test_literals_swzc_does_not_accept_are_said_so(text, message):
-    assert restrict._literal(text) == message
+    assert restrict_numbers._literal(text) == message
 
 
 @pytest.mark.parametrize("start, kind, condition, step, trips", [
@@ -256,13 +256,13 @@ def test_literals_swzc_does_not_accept_are_said_so(text, message):
     (100, INT, (">", (0, INT)), ("/=", (2, INT)), 7),
 ])
 def test_a_loop_header_is_run_with_cxx_s_integer_rules(start, kind, condition, step, trips):
-    assert restrict._trips(start, kind, condition, step) == trips
+    assert restrict_numbers._trips(start, kind, condition, step) == trips
 
 
 def test_a_loop_past_the_trip_limit_is_refused():
     assert restrict.MAX_TRIPS == 64
-    assert restrict._trips(0, INT, ("<", (65, INT)), ("+=", (1, INT))) == "this loop runs more than 64 times (or never stops)"
-    assert restrict._trips(0, INT, ("<=", (64, INT)), ("+=", (1, INT))) == "this loop runs more than 64 times (or never stops)"
+    assert restrict_numbers._trips(0, INT, ("<", (65, INT)), ("+=", (1, INT))) == "this loop runs more than 64 times (or never stops)"
+    assert restrict_numbers._trips(0, INT, ("<=", (64, INT)), ("+=", (1, INT))) == "this loop runs more than 64 times (or never stops)"
 
 
 @pytest.mark.parametrize("value, kind, operator, amount, amount_kind, result", [
@@ -275,7 +275,7 @@ def test_a_loop_past_the_trip_limit_is_refused():
     (5, INT, "+=", 0xFFFFFFFF, UINT, 4),  # 5 + 4294967295u wraps in unsigned, then fits the int counter
 ])
 def test_one_step_of_a_loop_counter(value, kind, operator, amount, amount_kind, result):
-    assert restrict._step(value, kind, operator, amount, amount_kind) == result
+    assert restrict_numbers._step(value, kind, operator, amount, amount_kind) == result
 
 
 @pytest.mark.parametrize("value, kind, operator, amount, amount_kind, message", [
@@ -294,7 +294,7 @@ def test_one_step_of_a_loop_counter(value, kind, operator, amount, amount_kind, 
 ])
 def test_a_step_with_undefined_or_implementation_defined_behaviour_is_refused(value, kind, operator, amount, amount_kind,
                                                                              message):
-    assert restrict._step(value, kind, operator, amount, amount_kind) == message
+    assert restrict_numbers._step(value, kind, operator, amount, amount_kind) == message
 
 
 # ---- the reply to each refused construct, word for word -----------------------------------------------------
@@ -809,8 +809,8 @@ def test_returns_are_followed_through_an_else_if_chain_up_to_a_depth():
 
 
 def test_a_shift_by_zero_and_a_shift_of_zero_are_defined():
-    assert restrict._step(5, INT, "<<=", 0, INT) == 5 and restrict._step(5, INT, ">>=", 0, INT) == 5
-    assert restrict._step(0, INT, "<<=", 1, INT) == 0 and restrict._step(0, INT, ">>=", 3, INT) == 0
+    assert restrict_numbers._step(5, INT, "<<=", 0, INT) == 5 and restrict_numbers._step(5, INT, ">>=", 0, INT) == 5
+    assert restrict_numbers._step(0, INT, "<<=", 1, INT) == 0 and restrict_numbers._step(0, INT, ">>=", 3, INT) == 0
 
 
 def test_the_checked_body_names_every_variable_with_the_prefix_and_no_callee():
