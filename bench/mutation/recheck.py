@@ -25,9 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (the driver: targets, mutants, private copies, results)
 
 # The test files that exercise each module, run whole.
+_RESTRICT = ("tests/test_mutation_kills_restrict.py", "tests/test_llm_restrict.py", "tests/test_one_text.py",
+             "tests/test_llm_proposer.py", "tests/test_custom_formulas.py")
 TESTS = {
-    "restrict": ("tests/test_mutation_kills_restrict.py", "tests/test_llm_restrict.py", "tests/test_one_text.py",
-                 "tests/test_llm_proposer.py", "tests/test_custom_formulas.py"),
+    **{name: _RESTRICT for name in ("restrict", "restrict_text", "restrict_tree", "restrict_words", "restrict_numbers",
+                                    "restrict_violation")},
     "prove": ("tests/test_prover_edges.py", "tests/test_prover_cache.py", "tests/test_sandbox.py", "tests/test_one_text.py",
               "tests/test_prove.py", "tests/test_deep_input.py"),
     "sandbox": ("tests/test_sandbox.py", "tests/test_prover_cache.py"),
