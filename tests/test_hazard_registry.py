@@ -56,7 +56,7 @@ def test_every_hazard_the_code_makes_names_a_registered_rule():
                 if isinstance(rule, ast.Constant):
                     named.append((f"{module.name}:{node.lineno}", rule.value))
     assert named and all(value in HAZARD_RULES for _, value in named), [n for n in named if n[1] not in HAZARD_RULES]
-    from swzc.analysis.kernels import _GRID_SYNC
+    from swzc.analysis.hazards import _GRID_SYNC
     assert all(rule in HAZARD_RULES for rule, _ in _GRID_SYNC.values())
     assert Hazard(1, "x", "wait").rule_id == "SWZ101" and Hazard(1, "x", "").rule_id == ""
 

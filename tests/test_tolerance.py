@@ -364,7 +364,7 @@ def test_a_statement_macro_that_reads_the_block_index_is_not_read_past(tmp_path)
 
 
 def test_which_unparsed_device_definitions_may_read_the_block_index():
-    from swzc.analysis.kernels import _device_definitions
+    from swzc.analysis.hazards import _device_definitions
 
     assert _device_definitions("HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }") == []
     assert _device_definitions("__device__ int where(int i) ATTRS(4) { return blockIdx.x * i; }")[0] == "where"
@@ -502,7 +502,7 @@ def test_every_global_in_the_file_heads_a_kernel_found_or_one_refused(tmp_path):
     assert sorted(k["name"] for k in doc["kernels"]) == ["bounded", "capped", "nested"]
     assert doc["error"].startswith(str(tmp_path / "k.cu")) and len(doc["syntax_errors"]) >= 3
     assert not (tmp_path / "out.cu").exists()
-    from swzc.analysis.kernels import _head_name
+    from swzc.analysis.hazards import _head_name
     assert _head_name(b"__global__ void k(int a) __attribute__((used)) {", 0) == "k"
     assert _head_name(b"__global__ void __launch_bounds__(256, 2) k(int a);", 0) == "k"
     assert _head_name(b" Y(a)\n__global__ void k(int a);", 0) == "Y"  # never read into the next kernel's head

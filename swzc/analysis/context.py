@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from swzc.frontend.preprocess import CompileContext
+from swzc.frontend.build_context import CompileContext
 from swzc.frontend.scope import prepare
 from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import function_name, functions

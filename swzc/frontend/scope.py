@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from swzc.frontend.build_context import CompileContext
 from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
-from swzc.frontend.preprocess import CompileContext, Preprocessed, Spans, preprocess
+from swzc.frontend.preprocess import Preprocessed, Spans, preprocess
 from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import _strip, declared_name, text, walk
 

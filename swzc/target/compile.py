@@ -21,7 +21,8 @@ from pathlib import Path
 
 from swzc.core import processes
 from swzc.target.hw import HardwareModel
-from swzc.frontend.preprocess import MAX_HEADER_BYTES, context_from_flags, read_regular_file
+from swzc.frontend.build_context import context_from_flags, read_regular_file
+from swzc.frontend.preprocess import MAX_HEADER_BYTES
 
 TIMEOUT_S = 300
 MEMORY_BYTES = 8 << 30  # address space of the compiler and each process it starts: a file whose macros expand

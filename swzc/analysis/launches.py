@@ -1,0 +1,216 @@
+"""The launches of a file's kernels: each `<<<…>>>`, `hipLaunchKernelGGL`, `cudaLaunchKernel`, … of a kernel
+the file defines, its grid and block evaluated where the file fixes them, the kernel's (template)
+parameters each launch binds and the types it fixes or lets the compiler deduce, the tile decode divisor
+and tile count they give, and what --grid/--block or an observed run says of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+
+from tree_sitter import Node
+
+from swzc.analysis import templates, tileloop
+from swzc.analysis.records import Launch, LaunchFact, TileLoop
+from swzc.core.errors import SwzcError
+from swzc.frontend import queries
+from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of
+from swzc.frontend.preprocess import Preprocessed
+from swzc.frontend.scope import _Evaluator, local_scope
+from swzc.frontend.source import SourceFile
+from swzc.frontend.syntax import _callee, _line, _strip, ancestors, declared_name, function_name, parameter_list, text
+
+
+@dataclass(frozen=True)
+class Site:
+    """A launch of one of the file's kernels, as the file writes it."""
+
+    kernel: str
+    node: Node  # the launch expression
+    launch: Launch  # its grid and block, as far as the file fixes them
+    template_args: list[Node]
+    args: list[Node]  # the kernel's arguments, where the launch passes them
+    host: Scope  # the names in scope where it is launched
+
+
+def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Collection[str]) -> dict[str, list[Site]]:
+    """The launches of `kernels` outside branches the compiler never takes, by kernel, in the file's order."""
+    sites: dict[str, list[Site]] = {}
+    for site in _launches(src, scope, kernels):
+        if pre.active(site.node):
+            sites.setdefault(site.kernel, []).append(site)
+    return sites
+
+
+def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], scope: Scope, divisor: Node | None,
+                    loop: TileLoop | None, facts: tuple[LaunchFact, ...] | None) -> list[Launch]:
+    """The launches of the kernel `function` defines: each with the (template) parameters it binds, the types
+    it fixes or lets the compiler deduce, and the tile decode divisor (`divisor`) or the tile loop's count
+    and columns (`loop`) they give; then with what --grid/--block or a run says of them (`facts`)."""
+    params, tparams = parameters(function)
+    launches = [_bound(src, function, site, params, tparams, scope, divisor, loop) for site in sites]
+    return _with_facts(src, function, launches, facts, scope, divisor, loop) if facts else launches
+
+
+def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,
+           divisor: Node | None, loop: TileLoop | None) -> Launch:
+    """One launch with the values and types its arguments give the kernel's parameters, and what they make
+    of the tile decode divisor or the tile loop."""
+    ev = _Evaluator(site.host)
+    bound: dict[str, Value] = {}
+    types: dict[str, str] = {}
+    for pname, arg in [*zip(tparams, site.template_args), *zip(params, site.args)]:
+        # a template argument naming a constant parses as a type: read it as an expression
+        value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg)
+        if value is not None:
+            bound[pname] = value
+        elif arg.type == "type_descriptor":
+            types[pname] = " ".join(text(arg).split())
+    types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
+    record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
+    if divisor is not None:
+        kscope = local_scope(function, divisor.start_byte, scope.child(bound))
+        value = _Evaluator(kscope).value(divisor)
+        record = replace(record, divisor=int(value) if value is not None else None)
+    if loop is not None:
+        count, columns = tileloop.launch_values(loop, function, scope.child(bound))
+        record = replace(record, tiles=count, divisor=columns)
+    return record
+
+
+def _launches(src: SourceFile, scope: Scope, kernels: Collection[str]) -> list[Site]:
+    """Every launch in the file of one of `kernels`."""
+    found = []
+    for captures in queries.matches(src.dialect, "launches", src.tree.root_node):
+        (launch,) = captures["launch"]
+        args = [c for c in captures["args"][0].named_children if c.type != "comment"]
+        if "config" in captures:
+            callee = captures["kernel"][0]
+            config = [c for c in captures["config"][0].named_children if c.type != "comment"]
+            api, grid, block, kargs = "<<<>>>", config[0] if config else None, config[1] if len(config) > 1 else None, args
+        else:
+            api = text(captures["api"][0]).split("::")[-1]
+            if not args:
+                continue
+            callee = args[0]
+            grid = args[1] if len(args) > 1 else None
+            block = args[2] if len(args) > 2 else None
+            kargs = args[5:] if api == "hipLaunchKernelGGL" else []
+        callee, targs = _kernel_ref(callee)
+        name = text(callee).split("::")[-1].strip()
+        if name not in kernels:
+            continue
+        function = next((a for a in reversed(ancestors(src.tree.root_node, launch)) if a.type == "function_definition"), None)
+        host = local_scope(function, launch.start_byte, scope) if function is not None else scope
+        ev = _Evaluator(host)
+        record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
+                        _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
+        found.append(Site(name, launch, record, targs, kargs, host))
+    return found
+
+
+def _source_text(src: SourceFile, node: Node | None) -> str:
+    """A node's text as the file spells it (the parser may have been given other bytes of the same length)."""
+    return "" if node is None else src.data[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
+
+
+def _size(src: SourceFile, ev: Evaluator, node: Node | None) -> Dim3 | None:
+    """A launch's grid or block size.  One the file writes in braces (`{16, 16, 1}`) was given to the parser
+    in parentheses, where it reads as a comma expression: its parts are the sizes."""
+    if node is not None and node.type == "parenthesized_expression" and src.data[node.start_byte:node.start_byte + 1] == b"{":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        parts: list[Node] = []
+        while len(inner) == 1 and inner[0].type == "comma_expression":
+            comma = inner[0]
+            parts.append(comma.child_by_field_name("left"))
+            inner = [comma.child_by_field_name("right")]
+        parts += inner
+        return ev._components(parts, 0) if all(p is not None for p in parts) else None
+    return ev.dim3(node)
+
+
+def _valid(dims: Dim3 | None) -> Dim3 | None:
+    """A launch size within CUDA's limits (x < 2^31, y and z < 2^16), or None: a bad launch fixes no grid."""
+    if dims is None or not (1 <= dims[0] < 1 << 31 and 1 <= dims[1] < 1 << 16 and 1 <= dims[2] < 1 << 16):
+        return None
+    return dims
+
+
+def _kernel_ref(node: Node) -> tuple[Node, list[Node]]:
+    """The kernel named by a launch's first argument, through HIP_KERNEL_NAME(), casts, & and templates."""
+    while True:
+        node = _strip(node)
+        if node.type == "pointer_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "call_expression" and node.child_by_field_name("arguments") is not None and (
+            _callee(node) in ("HIP_KERNEL_NAME", "reinterpret_cast", "static_cast", "const_cast")
+        ):
+            args = [c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"]
+            if len(args) != 1:
+                return node, []
+            node = args[0]
+        elif node.type == "template_function":
+            targs = node.child_by_field_name("arguments")
+            return node.child_by_field_name("name"), [c for c in targs.named_children if c.type != "comment"] if targs else []
+        else:
+            return node, []
+
+
+def parameters(function: Node) -> tuple[list[str], list[str]]:
+    """(value parameter names, template parameter names) of a function definition."""
+    params = [p.name for p in parameter_list(function)]
+    tparams = []
+    if function.parent is not None and function.parent.type == "template_declaration":
+        tlist = function.parent.child_by_field_name("parameters")
+        for p in tlist.named_children if tlist else []:
+            tparams.append(declared_name(p.child_by_field_name("declarator")) if p.child_by_field_name("declarator") else text(p).split()[-1])
+    return params, tparams
+
+
+def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: tuple[LaunchFact, ...], scope: Scope,
+                divisor: Node | None, loop: TileLoop | None = None) -> list[Launch]:
+    """The kernel's launches with what the user or a run says of them.  A --grid or --block that disagrees
+    with a launch the file fixes is an input error naming both; a size the file leaves open is filled.
+    Observed launches are what ran: they replace the file's (the most frequent first)."""
+    name = function_name(function)
+    given = [f for f in facts if f.origin != "observed"]
+    observed = sorted((f for f in facts if f.origin == "observed"), key=lambda f: -f.count)
+    out = []
+    for launch in launches if not observed else []:
+        for fact in given:
+            for what, have, want in (("grid", launch.grid, fact.grid), ("block", launch.block, fact.block)):
+                if have is not None and want is not None and have != want:
+                    raise SwzcError(f"--{what} {name}={','.join(map(str, want))} contradicts the launch at {src.path}:{launch.line}, "
+                                    f"whose {what} is {','.join(map(str, have))}")
+            launch = replace(launch, grid=launch.grid or fact.grid, block=launch.block or fact.block,
+                             bindings=tuple(sorted({**dict(fact.args), **dict(launch.bindings)}.items())))
+        out.append(launch)
+    if not out:
+        for fact in observed or given:
+            shown = lambda d: f"dim3({', '.join(map(str, d))})" if d else ""  # noqa: E731
+            out.append(Launch(name, 0, fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
+                              bindings=tuple(sorted(fact.args))))
+    for i, launch in enumerate(out):
+        if loop is not None and launch.tiles is None:
+            count, columns = tileloop.launch_values(loop, function, scope.child(dict(launch.bindings)))
+            out[i] = replace(launch, tiles=count, divisor=columns)
+        elif divisor is not None and launch.divisor is None:
+            value = _Evaluator(local_scope(function, divisor.start_byte, scope.child(dict(launch.bindings)))).value(divisor)
+            out[i] = replace(launch, divisor=int(value) if value is not None else None)
+    return out
+
+
+def _deduced_types(function: Node, tparams: list[str], fixed: Mapping[str, str], kargs: list[Node], site: Node,
+                   scope: Scope, root: Node) -> dict[str, str]:
+    """Type template parameters the launch leaves out, deduced as the compiler does from the declared types
+    of its arguments (`float* d_A` passed for `const T* A` gives T = float)."""
+    found: dict[str, str] = {}
+    for param, arg in zip(parameter_list(function), kargs):
+        name = templates.base_type(param.type)
+        if name not in tparams or name in fixed or name in found:
+            continue
+        declared = templates.argument_type(arg, site, root)
+        if declared is not None and declared[1] == (1 if param.pointer else 0):
+            found[name] = scope.resolve_type(templates.base_type(declared[0]))
+    return found
