@@ -605,7 +605,7 @@ def test_grid_stride_loop_counts_the_first_blocks_iterations():
 def test_over_budget_falls_back_to_a_contiguous_superset(monkeypatch):
     code = one_kernel("C[0] = A[(threadIdx.x * 7) % 64 * 16];", launch="1, 64")
     exact = only(fp_of(code), "A")
-    monkeypatch.setattr(fpmod, "MAX_POINTS", 8)
+    monkeypatch.setattr("swzc.model.footprint.sets.MAX_POINTS", 8)
     rough = only(fp_of(code), "A")
     assert not exact.approximate and rough.approximate
     assert set(exact.sectors.tolist()) < set(rough.sectors.tolist())
