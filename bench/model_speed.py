@@ -27,6 +27,7 @@ from swzc.formulas.prove import dispatch_maps
 from swzc.model.rank import MAX_MODEL_BLOCKS
 from swzc.model.residency import residency
 from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,13 +43,14 @@ def specs() -> list[str]:
 
 def timed(text: str, hw: hwmodels.HardwareModel, rounds: int) -> dict:
     src = source.load_bytes(str(ROOT / "bench/l2/kernels/naive_gemm.cu"), text.encode())
-    (kernel,) = analyze(src).kernels
+    ctx = FileContext(src)
+    (kernel,) = analyze(ctx).kernels
     start = time.perf_counter()
-    fp = footprint(src, kernel)
+    fp = footprint(ctx, kernel)
     t_footprint = time.perf_counter() - start
     assert not isinstance(fp, str)
     start = time.perf_counter()
-    running = residency(src, kernel, hw, fp.threads)
+    running = residency(ctx, kernel, hw, fp.threads)
     t_residency = time.perf_counter() - start
     candidates = [parse_spec(s) for s in specs()]
     runs = []

@@ -29,6 +29,7 @@ from swzc.frontend import source
 from swzc.analysis.kernels import analyze
 from swzc.model.rank import Ranking, candidates, measuring_order, rank
 from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 from fit import DEFAULT_RESULTS, FIT, measurements  # noqa: E402  (bench/l2 is the script's folder)
 from make_variants import kernel_source  # noqa: E402
@@ -44,9 +45,10 @@ def predict_all(results: list[dict], hw_name: str) -> tuple[dict[tuple[str, str]
     for kernel in sorted({r["kernel"] for r in results}):
         path, text = kernel_source(kernel)
         src = source.load_bytes(str(path), text.encode())
-        (info,) = [k for k in analyze(src).kernels if k.name == kernel]
+        ctx = FileContext(src)
+        (info,) = [k for k in analyze(ctx).kernels if k.name == kernel]
         specs = [parse_spec(r["candidate"]) for r in results if r["kernel"] == kernel]
-        ranking = rank(src, info, hw, specs=specs, compiler=True)
+        ranking = rank(ctx, info, hw, specs=specs, compiler=True)
         assert isinstance(ranking, Ranking), ranking
         out.update(((kernel, p.candidate), p) for p in ranking.predictions)
         family[kernel] = {spec.name for spec in candidates(ranking.footprint.adapter, ranking.footprint.tiles, hw)}

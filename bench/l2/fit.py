@@ -28,6 +28,7 @@ from swzc.formulas.prove import dispatch_maps
 from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, _resident
 from swzc.model.residency import residency
 from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 from make_variants import kernel_source  # noqa: E402  (bench/l2 is the script's folder)
 
@@ -61,12 +62,13 @@ class Kernel:
         """`path`: another program holding the kernel `name` (else the bench kernel of that name)."""
         path, text = kernel_source(name) if path is None else (path, path.read_text())
         src = source.load_bytes(str(path), text.encode())
-        (info,) = [k for k in analyze(src).kernels if k.name == name]
+        ctx = FileContext(src)
+        (info,) = [k for k in analyze(ctx).kernels if k.name == name]
         index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)
-        fp = _footprint(src, info, index, None)
+        fp = _footprint(ctx, info, index, None)
         assert isinstance(fp, Footprint), fp
         self.name, self.fp, self.rows, self.hw = name, fp, rows, hw
-        self.residency = residency(src, info, hw, fp.threads, use_compiler=True)
+        self.residency = residency(ctx, info, hw, fp.threads, use_compiler=True)
         self.resident = _resident(self.residency, info, index, hw)
         specs = [parse_spec(r["candidate"]) for r in rows]
         self.maps = dispatch_maps([(s, fp.adapter) for s in specs], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)

@@ -98,12 +98,14 @@ def family(kernel: str, hw_name: str) -> list[str]:
     from swzc.frontend import source
     from swzc.analysis.kernels import analyze as analyze_file
     from swzc.model.rank import _footprint, candidates
+    from swzc.analysis.context import FileContext
 
     path, text = kernel_source(kernel)
     src = source.load_bytes(str(path), text.encode())
-    (info,) = [k for k in analyze_file(src).kernels if k.name == kernel]
+    ctx = FileContext(src)
+    (info,) = [k for k in analyze_file(ctx).kernels if k.name == kernel]
     index = next(i for i, launch in enumerate(info.launches) if launch.grid is not None)
-    fp = _footprint(src, info, index, None)
+    fp = _footprint(ctx, info, index, None)
     if isinstance(fp, str):
         sys.exit(f"make_variants: no footprint for {kernel}: {fp}")
     return [spec.name for spec in candidates(fp.adapter, fp.tiles, hwmodels.load(hw_name))]

@@ -20,6 +20,7 @@ from swzc.model.l2model import L2Model
 from swzc.formulas.prove import dispatch_maps
 from swzc.model.rank import MAX_MODEL_BLOCKS, Ranking, _footprint, rank
 from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [
@@ -33,8 +34,9 @@ def residency_table(hw: hwmodels.HardwareModel) -> list[str]:
     gives it 8; a Triton 256 x 256 fp16 GEMM holds its tiles in LDS and runs 1 or 2 per CU."""
     title, path, base, swz, published = CASES[0]
     src = source.load(str(path))
-    (kernel,) = analyze(src).kernels
-    fp = _footprint(src, kernel, 0, None)
+    ctx = FileContext(src)
+    (kernel,) = analyze(ctx).kernels
+    fp = _footprint(ctx, kernel, 0, None)
     assert isinstance(fp, Footprint), fp
     maps = dispatch_maps([(parse_spec(n), fp.adapter) for n in (base, swz)], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)
     lines = ["", f"{title}: the predicted change against the blocks each CU runs at once. The stand-in kernel here "
@@ -56,9 +58,10 @@ def main() -> None:
              "|---|---|---|---:|---:|---:|---:|---|"]
     for title, path, base, swz, published in CASES:
         src = source.load(str(path))
-        (kernel,) = analyze(src).kernels
+        ctx = FileContext(src)
+        (kernel,) = analyze(ctx).kernels
         names = list(dict.fromkeys(["identity", base, swz]))  # rank scores against identity
-        ranking = rank(src, kernel, hw, specs=[parse_spec(n) for n in names], compiler=True)
+        ranking = rank(ctx, kernel, hw, specs=[parse_spec(n) for n in names], compiler=True)
         assert isinstance(ranking, Ranking), ranking
         a, b = (next(p for p in ranking.predictions if p.candidate == name) for name in (base, swz))
         lines.append(f"| {title} | {base} | {swz} | {a.l2_hit_rate:.1f} | {b.l2_hit_rate:.1f} | "

@@ -19,6 +19,7 @@ from pathlib import Path
 from swzc.frontend import source
 from swzc.analysis.kernels import analyze
 from swzc.model.footprint import stages_reads
+from swzc.analysis.context import FileContext
 
 from evaluate import extract, load_corpus  # noqa: E402  (bench/realcode is the script's folder)
 
@@ -38,8 +39,9 @@ def main() -> None:
         files, repos = extract(load_corpus(Path(args.corpus)), Path(args.mirrors), Path(scratch), log)
         for f in files:
             src = source.load_bytes(f.name, f.local.read_bytes())
+            ctx = FileContext(src)
             files_read += 1
-            for kernel in analyze(src).kernels:
+            for kernel in analyze(ctx).kernels:
                 kernels += 1
                 if stages_reads(src, kernel):
                     rows.append((f.repo, f.path, kernel.name, kernel.line))

@@ -34,9 +34,10 @@ from swzc.core.errors import SwzcError
 from swzc.model.footprint import tile_grid
 from swzc.verify.harness import build, gpu_name, load_spec, plan_launch, run_harness
 from swzc.target.hw import load as load_hw
-from swzc.pipeline.driver import Options, rewrite_benchmarked, rewrite_source
+from swzc.pipeline.driver import Options, RunPlan, rewrite_benchmarked, rewrite_source
 from swzc.model.rank import candidates
 from swzc.formulas.swizzles import parse_spec
+from swzc.analysis.context import FileContext
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "bench" / "suite" / "kernels"
@@ -65,7 +66,8 @@ def main() -> None:
     records, attempts_log = [], []
     for path in files:
         src = source.load(str(path))
-        analysis = analyze(src)
+        ctx = FileContext(src)
+        analysis = analyze(ctx)
         for index, kernel in enumerate(analysis.kernels):
             started = time.perf_counter()
             record = {"name": kernel.name, "file": path.name}
@@ -80,15 +82,15 @@ def main() -> None:
             tiles = tile_grid(space, kernel.adapter, launch.divisor)
             names = [s.name for s in candidates(kernel.adapter, tiles, hw) if s.name != "identity"]
             try:
-                plan = plan_launch(src, kernel, load_spec(SPECS, kernel.name))
+                plan = plan_launch(ctx, kernel, load_spec(SPECS, kernel.name))
             except SwzcError as exc:
                 record.update(note=f"not benchmarked: {exc.message}")
                 records.append(record)
                 continue
 
             def variant(name: str, index: int = index) -> bytes:
-                options = Options(hw=hw, compile=False, only={index: parse_spec(name)})
-                return rewrite_source(src, analysis, options).new
+                options = Options(hw=hw, compile=False)
+                return rewrite_source(ctx, analysis, options, RunPlan(only={index: parse_spec(name)})).new
 
             sources = {n: variant(n) for n in names}
             names = [n for n in names if sources[n] != src.data]  # a swizzle that is the identity on this grid
@@ -140,7 +142,7 @@ def main() -> None:
             loop_started = time.perf_counter()
             loop_options = Options(hw=hw, compile=False, bench=True, max_iterations=args.max_iterations, rounds=args.rounds,
                                    launch_spec=SPECS)
-            final = rewrite_benchmarked(src, analysis, loop_options, kernels={index})
+            final = rewrite_benchmarked(ctx, analysis, loop_options, kernels={index})
             mine = next((b for b in final.bench if b.kernel == kernel.name), None)
             loop_seconds = time.perf_counter() - loop_started
             chosen = mine.chosen if mine else None
