@@ -165,3 +165,28 @@ def test_no_module_keeps_a_cache_of_files():
                 written = node.func.value.id
             if written is not None and written in tables and written.lstrip("_").isupper():
                 pytest.fail(f"{module.relative_to(ROOT)}:{node.lineno}: module-level {written} is written after import")
+
+
+# The functions swzc memoizes, each a function of its arguments and the installed package alone: what they give
+# never depends on the file in hand or on an earlier call.  A new one is added here with its reason, once it
+# is shown to be such a function.
+MEMOIZED = {
+    "swzc/frontend/queries.py:_query": "a query of the installed grammars, compiled once",
+    "swzc/frontend/source.py:_parser": "the parser, which keeps nothing from one parse to the next",
+    "swzc/frontend/evaluate.py:expression_of": "the parse of an expression's text, a function of the text",
+    "swzc/formulas/prove.py:_private_folder": "this process's own folder for provers",
+    "swzc/formulas/prove.py:build_prover": "a prover built from exactly these formulas' C++ text",
+}
+
+
+def test_every_memoized_function_is_one_of_the_known_pure_ones():
+    found = {}
+    for module in sorted((ROOT / "swzc").rglob("*.py")) + sorted((ROOT / "passes").rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    name = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+                    if name.rsplit(".", 1)[-1] in ("cache", "lru_cache", "cached_property"):
+                        if name.rsplit(".", 1)[-1] != "cached_property":  # per object, not per module
+                            found[f"{module.relative_to(ROOT)}:{node.name}"] = name
+    assert set(found) == set(MEMOIZED), sorted(set(found) ^ set(MEMOIZED))

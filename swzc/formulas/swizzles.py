@@ -23,7 +23,6 @@ from swzc.formulas.adapters import Adapter
 from swzc.formulas.custom import (  # noqa: F401 - the custom formula's names, where formulas are imported
     COMPILABLE_TEXT, CUSTOM_SIGNATURE, MIN_MAX_CXX, VARIABLE_PREFIX, CustomSwizzle, custom_function)
 
-ADAPTERS = tuple(Adapter)
 MAX_PARAM = table.MAX_PARAM
 
 @dataclass(frozen=True, order=True)
