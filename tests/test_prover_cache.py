@@ -187,7 +187,7 @@ def test_without_a_cache_the_private_build_folder_is_removed_at_exit(tmp_path):
     scratch.mkdir()
     env = {**os.environ, "HOME": "relative", "TMPDIR": str(scratch)}
     env.pop("XDG_CACHE_HOME", None)
-    code = ("from swzc import prove; from swzc.formulas.swizzles import parse_spec; import os, tempfile\n"
+    code = ("from swzc.formulas import prove; from swzc.formulas.swizzles import parse_spec; import os, tempfile\n"
             "assert prove.prove([(parse_spec('grouped:8'), '2d', ((5, 7, 1, 0),))])[0].ok\n"
             "print(os.listdir(tempfile.gettempdir()))\n")
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
