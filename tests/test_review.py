@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 
 from swzc import __version__
 
+from swzc.analysis.records import HAZARDS
 from swzc.report import emitters
 from swzc.verify.bench import Attempt, KernelBench
 from swzc.commands.cli import main
 from swzc.rewrite.edits import Edit, apply_edits, overlapping
-from swzc.report.findings import findings_from, line_hunks, parse_changed_lines, parts
+from swzc.report.findings import REFUSAL_RULES, findings_from, line_hunks, parse_changed_lines, parts, refusals_from
 from swzc.pipeline.driver import Options, load_hw, rewrite_file
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"  # OASIS's, errata 01
@@ -74,6 +75,23 @@ void launch(const float* A, const float* B, float* C) {
 """
 
 NO_BLOCK_INDEX = b"__global__ void scale(float* x, float a, int n) {\n  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= a;\n}\n"
+
+# A kernel two hazard rules refuse (it waits on other blocks; an atomic's return value orders them).
+REFUSED = b"""\
+__device__ volatile int ready[4096];
+__device__ unsigned counter;
+
+__global__ void chained(float* c, float v) {
+  while (ready[blockIdx.x] == 0) { }
+  unsigned t = atomicAdd(&counter, 1u);
+  c[t] = v;
+  c[(blockIdx.y * 16 + threadIdx.y) * 4096 + blockIdx.x * 16 + threadIdx.x] = v;
+}
+
+void launch(float* c) {
+  chained<<<dim3(256, 256), dim3(16, 16)>>>(c, 1.0f);
+}
+"""
 
 # tree-sitter cannot parse line 3, and the only kernel holds it: bad input.
 BAD = b"__global__ void k(float* p) {\n  int x = 1;\n    x @ 2;\n  p[blockIdx.x] = x;\n}\n"
@@ -152,7 +170,7 @@ def test_sarif_is_valid_against_the_official_schema_and_its_fix_gives_the_rewrit
 
     (run,) = doc["runs"]
     assert run["tool"]["driver"]["name"] == "swzc" and run["tool"]["driver"]["version"] == __version__
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["SWZ001"]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["SWZ001", *(h.id for h in HAZARDS)]
     by_kernel = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                   r["properties"]["kernel"]): r for r in run["results"]}
     assert set(by_kernel) == {("src/gemm.cu", "gemm"), ("src/two.cu", "gemm"), ("src/two.cu", "gemm_t")}
@@ -193,6 +211,70 @@ def test_sarif_fingerprints_survive_line_shifts(repo):
     assert old["partialFingerprints"] == new["partialFingerprints"]
     two = json.loads(invoke("review", "src/two.cu", "--format", "sarif").stdout)["runs"][0]["results"]
     assert len({json.dumps(r["partialFingerprints"]) for r in two} | {json.dumps(old["partialFingerprints"])}) == 3
+
+
+def _validate_sarif(doc: dict) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(doc)
+
+
+def test_a_refused_kernel_is_a_display_only_finding_per_rule_in_sarif_and_rdjson(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("refused.cu").write_bytes(REFUSED)
+    Path("gemm.cu").write_bytes(GEMM)
+    alone = invoke("review", "refused.cu", "--format", "sarif")
+    assert alone.exit_code == 0, alone.output  # a refusal is not a finding to act on
+    doc = json.loads(alone.stdout)
+    _validate_sarif(doc)
+    (run,) = doc["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules[1:]] == [h.id for h in HAZARDS] and [r["name"] for r in rules[1:]] == [h.name for h in HAZARDS]
+    assert all(r["defaultConfiguration"]["level"] == "note" and r["help"]["markdown"] for r in rules[1:])
+    assert [r["ruleId"] for r in run["results"]] == ["SWZ101", "SWZ102"]
+    for r in run["results"]:
+        assert rules[r["ruleIndex"]]["id"] == r["ruleId"] and r["level"] == "note" and "fixes" not in r
+        assert r["properties"] == {"kernel": "chained", "hw": "h200", "applicability": "display-only"}
+        assert r["locations"][0]["physicalLocation"]["region"] == {"startLine": 4}
+        assert "SWZ101 wait, SWZ102 ticket" in r["message"]["text"] and "waits on memory" in r["message"]["text"]
+    assert len({r["partialFingerprints"]["swzcKernel/v1"] for r in run["results"]}) == 2
+
+    both = invoke("review", "gemm.cu", "refused.cu", "--format", "rdjson")
+    assert both.exit_code == 1, both.output
+    diagnostics = json.loads(both.stdout)["diagnostics"]
+    refusals = [d for d in diagnostics if d["code"]["value"] != "SWZ001"]
+    assert [(d["code"]["value"], d["location"]) for d in refusals] == [
+        (rule, {"path": "refused.cu", "range": {"start": {"line": 4}, "end": {"line": 4}}}) for rule in ("SWZ101", "SWZ102")]
+    assert all("suggestions" not in d for d in refusals)
+    fixes = [d for d in diagnostics if d["code"]["value"] == "SWZ001"]
+    assert replace_lines(GEMM, _rdjson_edits({"diagnostics": fixes})) == rewritten(tmp_path / "gemm.cu")
+
+
+def test_refusals_are_left_out_of_github_patch_and_with_no_refusals(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("refused.cu").write_bytes(REFUSED)
+    Path("gemm.cu").write_bytes(GEMM)
+    for fmt in ("github", "patch"):
+        assert invoke("review", "gemm.cu", "refused.cu", "--format", fmt).stdout == invoke("review", "gemm.cu", "--format", fmt).stdout
+    assert json.loads(invoke("review", "refused.cu", "--format", "github").stdout) == []
+    sarif = json.loads(invoke("review", "gemm.cu", "refused.cu", "--format", "sarif", "--no-refusals").stdout)
+    _validate_sarif(sarif)
+    assert [r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]] == ["SWZ001"]
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["SWZ001"]
+    rdjson = json.loads(invoke("review", "refused.cu", "--format", "rdjson", "--no-refusals").stdout)
+    assert rdjson["diagnostics"] == []
+
+
+def test_refusal_findings_come_from_the_hazard_registry(tmp_path):
+    assert [(r.id, r.name, r.level) for r in REFUSAL_RULES] == [(h.id, h.name, "note") for h in HAZARDS]
+    assert all(h.summary in r.summary and h.summary in r.help for r, h in zip(REFUSAL_RULES, HAZARDS))
+    path = tmp_path / "refused.cu"
+    path.write_bytes(REFUSED)
+    result = rewrite_file(str(path), Options(hw=load_hw("h200"), compile=False))
+    assert findings_from(result) == []
+    found = refusals_from(result)
+    assert [(f.rule.id, f.kernel, f.line, f.fix, f.applicability) for f in found] == [
+        ("SWZ101", "chained", 4, None, "display-only"), ("SWZ102", "chained", 4, None, "display-only")]
 
 
 # patch

@@ -1,16 +1,18 @@
-"""The command line: a thin layer over swzc.pipeline.driver that maps outcomes to messages and exit codes."""
+"""The command line: a thin layer over swzc.pipeline.driver that maps outcomes to messages and exit codes.
+
+The click group, the options the commands share, and the commands `rewrite`, `analyze` and `probe`; `suggest`,
+`review` and `show` have modules of their own.  A command parses its arguments, builds the pipeline's options,
+calls the pipeline, hands the result to its emitter in swzc.report (the module named as the command) and writes
+through swzc.core.outputs; what it prints is never built here."""
 
 from __future__ import annotations
 
-import html
 import importlib
-import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from functools import wraps
 from typing import Any, NoReturn, TypeVar
@@ -25,24 +27,21 @@ from swzc.core import clean
 from swzc.pipeline import config
 
 from swzc.core import outputs
-from swzc.analysis.records import FileAnalysis
-from swzc.verify.bench import PROFILERS, report_json
 from swzc.core.signals import interrupt_received, report_interrupt
 from swzc.verify.harness import gpu_name, gpu_present
 from swzc.core.outputs import STDOUT, Output
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.core.errors import ExitCode, SwzcError
-from swzc.passes import block_swizzle
 from swzc.rewrite.patch import header_path
-from swzc.pipeline.driver import (Options, RewriteResult, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
-                           rank_kernels, rewrite_file)
-from swzc.report.run_report import search_report_json, search_report_markdown, searches_json
-from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
+from swzc.pipeline.driver import (Options, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
+                           rewrite_file)
+from swzc.pipeline.reading import build_context, input_limit
+from swzc.report import analyze as analyze_report
+from swzc.report import rewrite as rewrite_report
+from swzc.report.run_report import report_page, search_report_json, search_report_markdown
+from swzc.report.shared import error_json
 from swzc.search.proposers import PROPOSERS
-from swzc.model.rank import Ranking
-from swzc.model.residency import Residency
-from swzc.analysis.context import FileContext
-from swzc.frontend.source import DEFAULT_MAX_BYTES, SyntaxIssue, max_input_bytes
+from swzc.frontend.source import DEFAULT_MAX_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,8 +71,7 @@ def _json_error(exc: SwzcError) -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is None or not ctx.params.get("as_json"):
         return
-    file = ctx.params.get("file")
-    clean.echo(clean.dumps({"file": file, "exit_code": int(exc.code), "error": exc.message, **exc.details}))
+    clean.echo(error_json(ctx.params.get("file"), int(exc.code), exc.message, exc.details))
 
 
 def _interrupted() -> NoReturn:
@@ -136,15 +134,6 @@ class Commands(click.Group):
         except click.ClickException as exc:
             exc.message = clean.text(exc.message)
             raise
-
-
-@contextmanager
-def input_limit(max_bytes: int) -> Iterator[None]:
-    token = max_input_bytes.set(max_bytes)
-    try:
-        yield
-    finally:
-        max_input_bytes.reset(token)
 
 
 hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
@@ -213,22 +202,6 @@ def build_llm(proposer: str, model: str | None, base_url: str | None, timeout_s:
     else:
         client = ChatClient(settings_from(model, base_url, timeout_s, retries))  # a server only the user named
     return LlmProposer(client, fall_back=proposer == "both")
-
-
-def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None) -> tuple[CompileContext, list[str]]:
-    """The compilation database's flags for FILE (never run), then the command line's."""
-    notes: list[str] = []
-    context = CompileContext()
-    database = find_compile_commands(file, build_path)
-    if database is not None and database.is_file():
-        context, notes = context_from_database(database, file)
-    elif build_path is not None:
-        raise SwzcError(f"-p {build_path}: no compile_commands.json there")
-    given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])
-    for name, _ in given.defines:
-        if not name.isidentifier():
-            raise SwzcError(f"-D {name!r}: not a macro name")
-    return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -377,7 +350,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         writes += [(json_out, search_report_json(result, meta).encode()),
                    (md_out, search_report_markdown(result, meta).encode())]
         if result.benchmarked:
-            writes.append((html_out, _report_page(file, result, options).encode("utf-8")))
+            writes.append((html_out, report_page(file, result, options).encode("utf-8")))
     if llm_transcript:
         from swzc.search.llm.client import transcript_json
 
@@ -388,8 +361,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     patch_note = header_path(file)[1] if patch_out and result.changed else ""
     result = replace(result, notes=(*context_notes, *result.notes))
     quiet, verbose = verbosity()
-    report = (_rewrite_json(result, output, in_place, patch_out) if as_json
-              else _rewrite_text(result, bool(output or in_place or patch_out), patch_note, verbose))
+    report = (rewrite_report.render_json(result, output, in_place, patch_out) if as_json
+              else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose))
     if not quiet or as_json:
         clean.echo(report, err=to_stdout)
     if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
@@ -408,113 +381,6 @@ def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: s
     found += [Output("--report", report + ".json"), Output("--report", report + ".md"), Output("--report", report + ".html")] if report else []
     found += [Output("--llm-transcript", transcript)] if transcript else []
     return found
-
-
-def _report_page(file: str, result: RewriteResult, options: Options) -> str:
-    """The benchmark report as a page: per measured kernel, the picture of its order (the accepted one, else
-    the first measured) beside the model's predictions and the measured table."""
-    from swzc.report import picture
-
-    ctx, analysis = analyze_file(file, options.bindings, options.context, options.facts)
-    formulas = {t.name: t.formula for s in result.searches for t in s.history if t.formula is not None}
-    sections = []
-    for bench in result.bench:
-        shown = bench.chosen or next((a.candidate for a in bench.attempts if a.speedup is not None), None)
-        try:
-            if shown is None or shown not in formulas:
-                raise SwzcError("no measured order to draw")
-            drawn = picture.kernel_picture(ctx, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
-            image = picture.render(drawn.picture, "png")
-        except SwzcError as exc:
-            sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p></section>")
-            continue
-        predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
-        sections.append(picture.html_section(image, "png", drawn.picture.title, predictions,
-                                             [p.name for p in drawn.picture.panels], bench))
-    return picture.html_report(f"swzc benchmark report: {result.path}", sections)
-
-
-def _rewrite_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False) -> str:
-    lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
-    for o in result.outcomes:
-        head = f"  {o.name} (line {o.line}): {o.status}"
-        if o.status == "rewritten":
-            lines.append(f"{head} with {o.swizzle}")
-            lines.append(f"      {o.reason}")
-            if o.chosen_by:
-                lines.append(f"      chosen: {o.chosen_by}")
-            lines.append(f"      proof: {o.proof}")
-        else:
-            lines.append(f"{head}: {o.reason}")
-    if not result.outcomes:
-        lines.append("  no __global__ kernels in this file")
-    lines += _syntax_lines(result.path, result.syntax_errors)
-    lines += [f"  note: {note}" for note in result.notes]
-    if result.compile is not None:
-        c = result.compile
-        lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
-        if c.command and c.status != "ok":
-            lines.append(f"      {c.command}")
-    if not result.changed:
-        lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
-    for b in result.bench:
-        reason = b.reason.replace("\n", "\n      ")  # a failed check carries the harness's own lines
-        lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
-        if b.profiler not in PROFILERS.values():  # no L2 figures: say why
-            lines.append(f"      profiler: {b.profiler}")
-    for search in result.searches:
-        if not verbose and not any(t.proposer == "llm" for t in search.history):
-            continue
-        lines.append(f"  candidates for {search.kernel}:")
-        for t in search.history:
-            lines.append(f"      {t.name} ({t.proposer}): {t.status}: {t.detail.splitlines()[0] if t.detail else ''}")
-    if patch_note:
-        lines.append(f"  note: {patch_note}")
-    if result.changed and not result.benchmarked:
-        lines.append("  not benchmarked: no GPU run was made for this patch")
-        if not wrote:
-            lines.append("  dry run: nothing written (use -o OUT, --in-place or --patch FILE)")
-    return "\n".join(lines)
-
-
-def _syntax_lines(path: str, errors: tuple[SyntaxIssue, ...], shown: int = 3) -> list[str]:
-    """The parse errors swzc worked around, as summary lines."""
-    if not errors:
-        return []
-    lines = [f"  {len(errors)} part(s) of the file could not be parsed; kernels clear of them were analysed:"]
-    lines += [f"      {path}:{e.line}:{e.col}: {e.what}" for e in errors[:shown]]
-    if len(errors) > shown:
-        lines.append(f"      … and {len(errors) - shown} more (--json lists them all)")
-    return lines
-
-
-def _syntax_json(errors: tuple[SyntaxIssue, ...]) -> list[dict[str, Any]]:
-    return [{"line": e.line, "col": e.col, "message": e.what} for e in errors]
-
-
-def _rewrite_json(result: RewriteResult, output: str | None, in_place: bool, patch_out: str | None) -> str:
-    doc = {
-        "file": result.path,
-        "dialect": result.dialect,
-        "hw": result.hw,
-        "changed": result.changed,
-        "exit_code": int(result.exit_code),
-        "benchmarked": result.benchmarked,
-        "bench": json.loads(report_json(list(result.bench), {}))["kernels"] if result.benchmarked else [],
-        "kernels": [
-            {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
-             "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof, "chosen_by": o.chosen_by,
-             "candidates": _candidates_json(o.candidates), "rules": list(o.rules)}
-            for o in result.outcomes
-        ],
-        "syntax_errors": _syntax_json(result.syntax_errors),
-        "notes": list(result.notes),
-        "searches": searches_json(result),
-        "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
-                                                         "detail": result.compile.detail},
-        "outputs": {"file": output if output else (result.path if in_place and result.changed else None), "patch": patch_out},
-    }
-    return clean.dumps(doc)
 
 
 @main.command(epilog=examples("swzc analyze gemm.cu", "swzc analyze gemm.cu --hw mi300x --set N=8192 --json"))
@@ -537,102 +403,11 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
     context, context_notes = build_context(file, include_dirs, defines, build_path)
     with input_limit(max_bytes):
         ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
-    src = ctx.src
-    records = _analysis_records(ctx, analysis, hw, bound, compile_file, context.compile_flags())
-    notes = [*context_notes, *analysis.notes]
-    if as_json:
-        clean.echo(clean.dumps({"file": analysis.path, "dialect": analysis.dialect, "hw": hw.name, "kernels": records,
-                                "syntax_errors": _syntax_json(src.errors), "notes": notes}))
-    else:
-        clean.echo("\n".join([_analysis_text(analysis, hw, records), *_syntax_lines(src.path, src.errors),
-                              *(f"  note: {n}" for n in notes)]))
-    # as `rewrite` would end: 1 when kernels read the block index and none would be rewritten
-    if any(r["status"] in ("refused", "declined", "unranked") for r in records) and not any(r["status"] == "candidate" for r in records):
-        sys.exit(int(ExitCode.DECLINED))
-
-
-def _candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:
-    return [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
-
-
-def _analysis_records(ctx: FileContext, analysis: FileAnalysis, hw: hwmodels.HardwareModel,
-                      bindings: dict[str, float | int], compiler: bool = False, flags: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    records = []
-    ranked = rank_kernels(ctx, analysis, hw, bindings, compiler, flags)
-    for index, k in enumerate(analysis.kernels):
-        ranking = ranked.get(index)
-        got = block_swizzle.propose(analysis, index, hw, None, ranking)
-        proposal = isinstance(got, block_swizzle.Proposal)
-        grids = [launch.grid for launch in k.launches if launch.grid is not None]
-        records.append({
-            "name": k.name,
-            "line": k.line,
-            "status": "candidate" if proposal else got.status,  # type: ignore[union-attr]
-            "reason": "" if proposal else got.reason,  # type: ignore[union-attr]
-            "rules": [] if proposal else list(got.rules),  # type: ignore[union-attr]
-            "grid": list(grids[0]) if grids else None,
-            "adapter": k.adapter if k.reads_block_index else None,
-            "chosen": got.spec.name if proposal else None,  # type: ignore[union-attr]
-            "chosen_by": got.note if proposal else "",  # type: ignore[union-attr]
-            "candidates": _candidates_json(tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in ranking.predictions)
-                                           if isinstance(ranking, Ranking) else ()),
-            "model": ranking if isinstance(ranking, str) else "",
-            "residency": _residency_json(ranking.residency) if isinstance(ranking, Ranking) and ranking.residency else None,
-            # reads copied to shared memory behind a barrier, pass after pass: what the model's coalescer term needs
-            "staged_reads": ranking.footprint.staged if isinstance(ranking, Ranking) else None,
-            "block_index_reads": [{"line": u.line, "text": u.text, "axis": u.axis, "in": u.function} for u in
-                                  (*k.uses, *(u for h in k.helpers for u in analysis.helpers[h].uses))],
-            "helpers": list(k.helpers),
-            "launches": [{"line": la.line, "api": la.api, "grid": la.grid_text, "grid_value": list(la.grid) if la.grid else None,
-                          "block": la.block_text, "block_value": list(la.block) if la.block else None,
-                          "decode_divisor_value": la.divisor} for la in k.launches],
-            "decode": None if k.decode is None else {"divisor": k.decode.divisor, "lines": list(k.decode.lines)},
-            "hazards": [{"line": h.line, "reason": h.reason, "rule": h.rule, "id": h.rule_id} for h in k.hazards],
-            "notes": list(k.notes),
-        })
-    return records
-
-
-def _residency_json(running: Residency) -> dict[str, Any]:
-    return {"blocks_per_cu": running.blocks_per_cu, "limit": running.limit, "source": running.source,
-            "registers_per_thread": running.registers_per_thread, "shared_bytes_per_block": running.shared_bytes_per_block}
-
-
-def _analysis_text(analysis: FileAnalysis, hw: hwmodels.HardwareModel, records: list[dict[str, Any]]) -> str:
-    lines = [f"{analysis.path} ({analysis.dialect}, hw {hw.name}): {len(records)} kernel(s)"]
-    for r in records:
-        status = f"would rewrite with {r['chosen']}" if r["status"] == "candidate" else f"{r['status']}: {r['reason']}"
-        lines.append(f"\n  kernel {r['name']} (line {r['line']}): {status}")
-        if r["adapter"]:
-            lines.append(f"    grid shape: {r['adapter']}" + (f", decoded as blockIdx.x / {r['decode']['divisor']} (lines "
-                                                               f"{', '.join(map(str, r['decode']['lines']))})" if r["decode"] else ""))
-        for u in r["block_index_reads"]:
-            lines.append(f"    reads {u['text']} at line {u['line']}" + (f" (in helper {u['in']})" if u["in"] != r["name"] else ""))
-        for la in r["launches"]:
-            grid = "x".join(map(str, la["grid_value"])) if la["grid_value"] else "unknown"
-            extra = f", tile columns {la['decode_divisor_value']}" if la["decode_divisor_value"] is not None else ""
-            lines.append(f"    launched at line {la['line']} via {la['api']}: grid {la['grid']} = {grid}{extra}")
-        if not r["launches"]:
-            lines.append("    no launch in this file")
-        for h in r["hazards"]:
-            lines.append(f"    hazard: {h['reason']}")
-        if r["residency"]:
-            res = r["residency"]
-            lines.append(f"    resident: {res['blocks_per_cu']} blocks per SM or CU, bound by {res['limit']} ({res['source']})")
-        if r["staged_reads"]:
-            lines.append("    reads staged: a loop copies them to shared memory behind a barrier; "
-                         + ("the model counts the reads the L2 request coalescer merges" if hw.l2_request_coalescer
-                            else f"{hw.name} has no L2 request coalescer in its model"))
-        if r["candidates"]:
-            lines.append("    L2 model:  candidate            L2 hits   DRAM bytes")
-            for c in r["candidates"]:
-                mark = "  <- chosen" if c["name"] == r["chosen"] else ""
-                lines.append(f"               {c['name']:<20} {c['predicted_l2_hit_rate']:6.1f} % {c['predicted_dram_bytes'] / 1e6:10,.0f} MB{mark}")
-        elif r["model"]:
-            lines.append(f"    L2 model: not ranked: {r['model']}")
-        for n in r["notes"]:
-            lines.append(f"    note: {n}")
-    return "\n".join(lines)
+    report = analyze_report.analyzed(ctx, analysis, hw, bound, compile_file, context.compile_flags(),
+                                     (*context_notes, *analysis.notes))
+    clean.echo(analyze_report.render_json(report) if as_json else analyze_report.render_text(report))
+    if report.exit_code != ExitCode.OK:  # as `rewrite` would end: kernels read the block index, none would be rewritten
+        sys.exit(int(report.exit_code))
 
 
 @main.command(epilog=examples("swzc probe --output hwmodels/mygpu.toml --name mygpu",

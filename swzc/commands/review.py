@@ -1,7 +1,9 @@
-"""`swzc review`: the kernels swzc would swizzle, as findings with fixes, in a format code review bots read.
+"""`swzc review`: the kernels swzc would swizzle, as findings with fixes, in a format code review bots read;
+in SARIF and rdjson also the kernels it refuses, as display-only findings.
 
 It runs where pull requests from strangers are checked: it only reads.  No benchmark, no LLM, nothing of
 the files is built or run (the compile check is off unless --compile asks for it); the L2 model chooses.
+Click only: the findings and every format are swzc.report's (findings, emitters).
 """
 
 from __future__ import annotations
@@ -12,22 +14,20 @@ from collections.abc import Mapping, Sequence
 
 import click
 
-from swzc.core import clean
-
-from swzc.report import emitters
-
-from swzc.core import outputs
 from swzc.analysis.records import LaunchFact
-from swzc.commands.cli import build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option
-from swzc.core.signals import interrupt_received
+from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option
+from swzc.core import clean, outputs
 from swzc.core.errors import SwzcError
+from swzc.core.outputs import STDOUT, Output
+from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
+from swzc.pipeline.driver import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
+from swzc.pipeline.reading import build_context, input_limit
+from swzc.report import emitters
+from swzc.report.emitters import FORMATS
 from swzc.report.findings import changed_lines, findings_from
 from swzc.target.hw import HardwareModel
-from swzc.core.outputs import STDOUT, Output
-from swzc.pipeline.driver import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
 
-FORMATS = ("patch", "sarif", "rdjson", "github")
 FINDINGS = 1  # the exit status when findings are reported, as linters have it
 
 EPILOG = """\b
@@ -37,6 +37,11 @@ Formats:
           the kernel's fix; GitHub code scanning shows the results (and ignores fixes)
   rdjson  reviewdog's rdjson: a diagnostic per changed block of lines, each with one suggestion
           over exactly its lines (reviewdog -f=rdjson)
+\b
+sarif and rdjson also say why a kernel is left alone: a refused kernel is a display-only finding
+(no fix, no suggestion) per hazard rule that refused it, SWZ101-SWZ114 at level note, at the
+kernel's line.  --no-refusals leaves them out.  They never change the exit code, and github and
+patch carry fixes only.
   github  a JSON list of review comments for GitHub's create-review API: {"path", "line",
           "side": "RIGHT", "body"} (and "start_line", "start_side" for several lines), a
           ```suggestion per changed block; a file-level note is {"path", "subject_type": "file",
@@ -54,8 +59,8 @@ Examples:
   swzc review src/*.cu --format patch | git apply
 \b
 Exit codes:
-  0  no finding: no kernel of FILES would be rewritten
-  1  findings reported (as a linter reports them)
+  0  no finding with a fix: no kernel of FILES would be rewritten (refusals alone exit 0)
+  1  findings with fixes reported (as a linter reports them)
   2  bad input: an unreadable FILE, one whose kernels are none of them clear of syntax errors, over --max-bytes,
      a bad --hw, --set, --grid or --block, a bad --diff-base, an output swzc must not write.
      Every FILE is still read and each failure named on stderr; nothing is written
@@ -73,12 +78,15 @@ Exit codes:
 @hw_option
 @set_option
 @build_options
+@click.option("--refusals/--no-refusals", default=True, show_default=True,
+              help="With --format sarif or rdjson: also report each refused kernel, with the hazard rules "
+                   "(SWZ101-SWZ114) that refused it, as a display-only finding.")
 @click.option("--compile/--no-compile", "compile_check", default=False, show_default=True,
               help="Compile each rewritten file with nvcc/hipcc as `rewrite` does (off: review builds nothing it reads).")
 @max_bytes_option
 @guarded
 def command(files: tuple[str, ...], output_format: str, output: str | None, diff_base: str | None, hw_name: str,
-            bindings: tuple[str, ...], compile_check: bool, max_bytes: int, include_dirs: tuple[str, ...],
+            bindings: tuple[str, ...], refusals: bool, compile_check: bool, max_bytes: int, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Report the kernels of FILES that swzc would give a block swizzle, with their fixes, for code review."""
     if diff_base is not None and output_format != "github":
@@ -112,7 +120,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     if failed:
         clean.echo(f"swzc: {len(failed)} of {len(files)} file(s) failed; nothing written", err=True)
         sys.exit(int(max(exc.code for exc in failed)))
-    text = _render(output_format, results, changed if diff_base is not None else None)
+    text = emitters.render(output_format, results, changed if diff_base is not None else None, refusals)
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
     if target:  # checked against every FILE before any work; write_together checks it once more against the first
         outputs.write_together(files[0], [(target, data)])
@@ -129,12 +137,6 @@ def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], fact
     options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
                       bench=False)
     return rewrite_file(file, options)
-
-
-def _render(output_format: str, results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int]] | None) -> str:
-    if output_format == "github":
-        return emitters.github(results, changed)
-    return {"patch": emitters.patch, "sarif": emitters.sarif, "rdjson": emitters.rdjson}[output_format](results)
 
 
 def _distinct(files: Sequence[str]) -> tuple[str, ...]:

@@ -1,4 +1,6 @@
-"""`swzc show`: draw a kernel's block order, identity beside the swizzle the L2 model chooses (or --swizzle)."""
+"""`swzc show`: draw a kernel's block order, identity beside the swizzle the L2 model chooses (or --swizzle).
+
+Click only: the picture and its page are swzc.report.picture's, the summary printed swzc.report.show's."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from swzc.core import clean
 from swzc.core import outputs
 
 from swzc.report import picture
-from swzc.commands.cli import (build_context, build_options, guarded, hw_option, input_limit, max_bytes_option, set_option,
-                      verbosity)
+from swzc.report import show as show_report
+from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity
 from swzc.core.outputs import Output
 from swzc.pipeline.driver import analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle
+from swzc.pipeline.reading import build_context, input_limit
 
 EPILOG = """\b
 Examples:
@@ -72,9 +75,5 @@ def command(file: str, output: str, html_out: str | None, kernel: str | None, sw
     outputs.write_together(file, writes)
     quiet, _ = verbosity()
     if not quiet:
-        orders = ", ".join(p.title for p in drawn.picture.panels)
-        clean.echo(f"{analysis.path} (hw {hw.name}): kernel {drawn.kernel}: {orders}\n  {drawn.note}\n  wrote {output}"
-                   + (f" and {html_out}" if html_out else ""))
-        for note in (*context_notes, *analysis.notes):
-            clean.echo(f"  note: {note}")
+        clean.echo(show_report.render_text(analysis.path, hw.name, drawn, output, html_out, (*context_notes, *analysis.notes)))
     sys.exit(0)

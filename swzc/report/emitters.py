@@ -12,6 +12,12 @@
   the lines it is anchored to; with the lines a pull request changes, a fix that reaches outside them
   becomes one plain comment carrying the fix as a ```diff block (GitHub rejects suggestions there).
 
+With `refusals` (review's default; --no-refusals turns it off), sarif and rdjson also carry a display-only
+finding per refused kernel and hazard rule that refused it (SWZ101-SWZ114, swzc.report.findings.refusals_from:
+level note, no fix, no suggestion), so a code-scanning tool shows why a kernel was left alone; SARIF then
+registers every hazard rule after SWZ001.  Without them both formats carry fixes only.  `github` and `patch`
+carry fixes only: a refusal adds nothing there.
+
 Every range is made of whole lines (swzc.report.findings.LineHunk), so columns, counted in bytes by reviewdog
 and in characters by SARIF, never come into it.  JSON is written in ASCII (non-ASCII text escaped); a
 fix whose lines are not UTF-8 is reported without a suggestion, since JSON cannot carry its bytes.
@@ -29,13 +35,25 @@ from swzc import __version__
 
 from swzc.core import clean
 from swzc.rewrite.edits import apply_edits
-from swzc.report.findings import RULES, Finding, Part, Rule, findings_from, is_utf8, parts
+from swzc.report.findings import (REFUSAL_RULES, RULES, Finding, Part, Rule, findings_from, fix_of, is_utf8, parts,
+                                  refusals_from)
 from swzc.rewrite.patch import header_path, patch_from_edits
 from swzc.pipeline.driver import RewriteResult
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT = "swzcKernel/v1"  # the partialFingerprints key: rule, file and kernel, never the line
 TOOL = "swzc"
+FORMATS = ("patch", "sarif", "rdjson", "github")
+
+
+def render(output_format: str, results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int]] | None = None,
+           refusals: bool = True) -> str:
+    """The review in one of FORMATS: `changed` goes to github, `refusals` to sarif and rdjson."""
+    if output_format == "github":
+        return github(results, changed)
+    if output_format == "patch":
+        return patch(results)
+    return {"sarif": sarif, "rdjson": rdjson}[output_format](results, refusals)
 
 
 def patch(results: Sequence[RewriteResult]) -> str:
@@ -43,12 +61,20 @@ def patch(results: Sequence[RewriteResult]) -> str:
     return "".join(r.patch for r in results)
 
 
-def sarif(results: Sequence[RewriteResult]) -> str:
-    """A SARIF 2.1.0 log: one run, SWZ001 results with their numbers in `properties` and their fix."""
+def sarif(results: Sequence[RewriteResult], refusals: bool = True) -> str:
+    """A SARIF 2.1.0 log: one run, SWZ001 results with their numbers in `properties` and their fix; with
+    `refusals`, the refused kernels' display-only results too, each file's results in line order."""
+    rules = (*RULES, *REFUSAL_RULES) if refusals else RULES
     driver = {"name": TOOL, "version": __version__, "semanticVersion": __version__,
-              "rules": [_sarif_rule(rule) for rule in RULES]}
-    found = [_sarif_result(f) for r in results for f in findings_from(r)]
+              "rules": [_sarif_rule(rule) for rule in rules]}
+    found = [_sarif_result(f, rules) for r in results for f in _reported(r, refusals)]
     return _json({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{"tool": {"driver": driver}, "results": found}]})
+
+
+def _reported(result: RewriteResult, refusals: bool) -> list[Finding]:
+    """The file's findings with fixes, and with `refusals` its display-only ones, by line (fixes first on a line)."""
+    found = findings_from(result)
+    return sorted([*found, *refusals_from(result)], key=lambda f: f.line) if refusals else found
 
 
 def _sarif_rule(rule: Rule) -> dict[str, Any]:
@@ -63,18 +89,20 @@ def _sarif_rule(rule: Rule) -> dict[str, Any]:
     }
 
 
-def _sarif_result(f: Finding) -> dict[str, Any]:
+def _sarif_result(f: Finding, rules: Sequence[Rule]) -> dict[str, Any]:
     artifact = {"uri": _uri(f.uri)}
     result: dict[str, Any] = {
         "ruleId": f.rule.id,
-        "ruleIndex": RULES.index(f.rule),
+        "ruleIndex": rules.index(f.rule),
         "level": f.rule.level,
         "message": {"text": f.message},
         "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": {"startLine": f.line}},
                        "logicalLocations": [{"name": f.kernel, "kind": "function"}]}],
         "partialFingerprints": {FINGERPRINT: f.fingerprint},
-        "properties": _numbers(f),
+        "properties": _numbers(f) if f.fix is not None else {"kernel": f.kernel, "hw": f.hw, "applicability": f.applicability},
     }
+    if f.fix is None:  # display-only: nothing to apply
+        return result
     if all(h.text_is_utf8 for h in f.fix.hunks):
         # whole lines: without columns a region ends where endLine's text does, before its line end
         replacements = [{"deletedRegion": {"startLine": h.start, "endLine": h.end},
@@ -92,7 +120,7 @@ _NOT_UTF8 = " Its fix is left out: the lines it changes are not UTF-8 (swzc revi
 
 def _numbers(f: Finding) -> dict[str, Any]:
     numbers: dict[str, Any] = {"kernel": f.kernel, "swizzle": f.swizzle, "hw": f.hw,
-                               "applicability": f.fix.applicability, "fixLines": list(f.span)}
+                               "applicability": f.applicability, "fixLines": list(f.span)}
     if f.identity is not None and f.chosen is not None:
         numbers["predicted"] = {which: {"candidate": p.candidate, "l2HitRate": p.l2_hit_rate, "dramBytes": p.dram_bytes}
                                 for which, p in (("identity", f.identity), ("chosen", f.chosen))}
@@ -108,27 +136,33 @@ def _uri(path: str) -> str:
     return quote(path.encode("utf-8", "surrogateescape"), safe="/")
 
 
-def rdjson(results: Sequence[RewriteResult]) -> str:
+def rdjson(results: Sequence[RewriteResult], refusals: bool = True) -> str:
     """reviewdog's rdjson: a diagnostic per hunk of each file's combined fix; all suggestions applied
-    together give each file's rewrite."""
+    together give each file's rewrite.  With `refusals`, a diagnostic without suggestions per refused
+    kernel and rule too, each file's diagnostics in line order."""
     diagnostics = []
     for result in results:
         pieces = parts(result, findings_from(result))
+        found: list[dict[str, Any]] = []
         for number, part in enumerate(pieces, 1):
             lines = {"start": {"line": part.hunk.start}, "end": {"line": part.hunk.end}}  # whole lines: no columns
-            diagnostic: dict[str, Any] = {
-                "message": _part_text(part, number, pieces),
-                "location": {"path": _path(result), "range": lines},
-                "severity": "INFO",
-                "source": {"name": TOOL},
-                "code": {"value": _rule_of(part).id},
-            }
+            diagnostic = _diagnostic(result, _part_text(part, number, pieces), lines, _rule_of(part))
             if part.hunk.text_is_utf8:
                 diagnostic["suggestions"] = [{"range": lines, "text": clean.Verbatim(part.hunk.new)}]
             else:
                 diagnostic["message"] += _NOT_UTF8
-            diagnostics.append(diagnostic)
+            found.append(diagnostic)
+        if refusals:
+            found += [_diagnostic(result, f.message, {"start": {"line": f.line}, "end": {"line": f.line}}, f.rule)
+                      for f in refusals_from(result)]
+            found.sort(key=lambda d: d["location"]["range"]["start"]["line"])
+        diagnostics += found
     return _json({"source": {"name": TOOL}, "severity": "INFO", "diagnostics": diagnostics})
+
+
+def _diagnostic(result: RewriteResult, message: str, lines: dict[str, Any], rule: Rule) -> dict[str, Any]:
+    return {"message": message, "location": {"path": _path(result), "range": lines}, "severity": "INFO",
+            "source": {"name": TOOL}, "code": {"value": rule.id}}
 
 
 def github(results: Sequence[RewriteResult], changed: Mapping[str, frozenset[int]] | None = None) -> str:
@@ -179,7 +213,8 @@ def _plain(result: RewriteResult, f: Finding, lines: frozenset[int] | None, coun
     path = _path(result)
     anchor = f.line if lines is None or f.line in lines else min(lines) if lines else None
     where = "" if anchor == f.line else f"Kernel `{f.kernel}` is at line {f.line}. "
-    edits = [*f.fix.edits, f.fix.library]
+    fix = fix_of(f)
+    edits = [*fix.edits, fix.library]
     diff = patch_from_edits(result.path, result.old, edits, apply_edits(result.old, edits))
     if not is_utf8(diff):
         body = f"{_badge(f.rule)} {f.message}\n\n{where}{_NOT_UTF8.strip()}\n"

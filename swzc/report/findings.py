@@ -5,8 +5,11 @@ of one file share one insertion of the swizzle functions (the library): each fix
 its own, and formats that post every fix at once post it once per file (see `parts`).  The file's
 `RewriteResult.new` is then exactly the original with every part applied.
 
-Rules have stable ids.  Only SWZ001 is reported: a kernel swzc would leave alone (refused, declined,
-unranked) has no change to suggest, and `swzc analyze` says why.
+Rules have stable ids.  SWZ001 reports a kernel swzc would swizzle, with its fix.  A kernel a hazard refuses is
+a display-only finding (`refusals_from`): no fix, its rule one of the hazard rules SWZ101-SWZ114, registered
+once in swzc.analysis.records.HAZARDS and described for review tools here (`REFUSAL_RULES`).  A kernel left
+alone for any other reason (declined, unranked, or refused by a limit of the splice, which has no rule) is not
+a finding; `swzc analyze` says why.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from swzc.analysis.records import HAZARDS, HazardRule
+from swzc.core import clean
 from swzc.rewrite.edits import Edit, apply_edits, overlapping
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.rewrite.patch import header_path
@@ -86,6 +91,44 @@ inserted above it.
 )
 
 RULES = (BLOCK_SWIZZLE,)
+
+
+def _refusal_rule(hazard: HazardRule) -> Rule:
+    """A hazard rule as review tools describe it: display-only, level note, no fix."""
+    why = ("The kernel reads its block index where the rewrite cannot reach (or cannot see) the read, so a swizzle "
+           "would permute some of its reads and not others." if hazard.reads_block_index else
+           "Its blocks may depend on the order in which they run, or the swizzle cannot be spliced in safely: "
+           "reordering them could change what it computes.")
+    return Rule(
+        id=hazard.id,
+        name=hazard.name,
+        summary=f"A kernel is left in launch order: {hazard.summary}.",
+        description=f"swzc gives no block swizzle to a kernel with this hazard ({hazard.summary}). {why} The kernel "
+                    "is reported for information only: there is nothing to fix.",
+        help=f"""\
+**What it does.** Reports a `__global__` kernel that swzc leaves in launch order because of this hazard:
+{hazard.summary}. The message gives the hazard's line and reason.
+
+**Why.** A block swizzle is spliced in only where reordering the blocks is known to keep what the kernel
+computes.
+{why}
+
+**What to do.** Nothing is required. `swzc analyze FILE` lists each hazard of the kernel; where the code
+can do without it, rewriting that part lets swzc consider the kernel again.
+
+**Fix safety.** Display only: swzc suggests no change to a kernel it refuses.
+""",
+        level="note",
+    )
+
+
+# The hazard rules as review findings, in the registry's order (SWZ101 first).
+REFUSAL_RULES = tuple(_refusal_rule(hazard) for hazard in HAZARDS)
+
+
+def refusal_rule(rule_id: str) -> Rule | None:
+    """The review rule of a hazard rule id ("SWZ101"), or None for an id the registry does not hold."""
+    return next((rule for rule in REFUSAL_RULES if rule.id == rule_id), None)
 
 
 @dataclass(frozen=True)
@@ -208,6 +251,7 @@ class Measurement:
 
 
 APPLICABILITY = ("safe", "unsafe")
+DISPLAY_ONLY = "display-only"  # a finding without a fix: what a refused kernel is
 
 
 @dataclass(frozen=True)
@@ -229,7 +273,8 @@ class Fix:
 
 @dataclass(frozen=True)
 class Finding:
-    """A kernel swzc would swizzle: where it is, why (the model's or the GPU's numbers), and its fix."""
+    """A kernel swzc would swizzle: where it is, why (the model's or the GPU's numbers), and its fix; or, without
+    a fix, a kernel a hazard rule refuses, and why."""
 
     rule: Rule
     path: str  # the file as it was given
@@ -239,18 +284,30 @@ class Finding:
     line: int  # the kernel's line
     span: tuple[int, int]  # the first and last line its fix changes, the library included
     message: str
-    swizzle: str
+    swizzle: str | None  # None: a display-only finding
     hw: str
     identity: Prediction | None  # the model's numbers for launch order, where it ranked the kernel
     chosen: Prediction | None  # and for the chosen order
     measured: Measurement | None
-    fix: Fix
+    fix: Fix | None  # None: display-only, a refused kernel (its rule one of REFUSAL_RULES)
+
+    @property
+    def applicability(self) -> str:
+        """"safe" or "unsafe" (the fix's), or "display-only" where there is no fix."""
+        return self.fix.applicability if self.fix is not None else DISPLAY_ONLY
 
     @property
     def fingerprint(self) -> str:
         """Stable across runs and line shifts: the rule, the file and which kernel, not where it is."""
         key = "\0".join((self.rule.id, self.uri, self.kernel, str(self.occurrence)))
         return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def fix_of(finding: Finding) -> Fix:
+    """A finding's fix, where only findings with fixes may come (findings_from's, never refusals_from's)."""
+    if finding.fix is None:
+        raise ValueError(f"finding {finding.rule.id} of kernel {finding.kernel} is display-only: it has no fix")
+    return finding.fix
 
 
 def findings_from(result: RewriteResult) -> list[Finding]:
@@ -277,6 +334,25 @@ def findings_from(result: RewriteResult) -> list[Finding]:
             fix=Fix(f"Swizzle the blocks of {fix.kernel} with {outcome.swizzle}", "safe" if safe else "unsafe",
                     tuple(sorted(set(fix.edits))), library, hunks),
         ))
+    return found
+
+
+def refusals_from(result: RewriteResult) -> list[Finding]:
+    """A display-only finding per refused kernel and hazard rule that refused it, in the file's order: the
+    kernel's line, the rule, and the reason (every hazard's) as the message."""
+    uri = header_path(result.path)[0]
+    found = []
+    for index, outcome in enumerate(result.outcomes):
+        if outcome.status != "refused":
+            continue
+        rules = [rule for rule in map(refusal_rule, outcome.rules) if rule is not None]
+        occurrence = sum(1 for o in result.outcomes[:index] if o.name == outcome.name)
+        named = ", ".join(f"{rule.id} {rule.name}" for rule in rules)
+        message = (f"Kernel `{outcome.name}` is left in launch order ({named}): {clean.one_line(outcome.reason).rstrip('.')}. "
+                   "Display only: swzc suggests no change.")
+        found += [Finding(rule=rule, path=result.path, uri=uri, kernel=outcome.name, occurrence=occurrence,
+                          line=outcome.line, span=(outcome.line, outcome.line), message=message, swizzle=None,
+                          hw=result.hw, identity=None, chosen=None, measured=None, fix=None) for rule in rules]
     return found
 
 
@@ -328,9 +404,9 @@ def parts(result: RewriteResult, findings: Sequence[Finding]) -> tuple[Part, ...
     hold edits of several kernels, or of a kernel and the library, when their lines touch."""
     if not findings:
         return ()
-    library = findings[0].fix.library
-    hunks = line_hunks(result.old, (library, *(e for f in findings for e in f.fix.edits)))
-    return tuple(Part(h, tuple(f for f in findings if any(e in h.edits for e in f.fix.edits)), library in h.edits)
+    library = fix_of(findings[0]).library
+    hunks = line_hunks(result.old, (library, *(e for f in findings for e in fix_of(f).edits)))
+    return tuple(Part(h, tuple(f for f in findings if any(e in h.edits for e in fix_of(f).edits)), library in h.edits)
                  for h in hunks)
 
 

@@ -1,18 +1,21 @@
 """The run's report (--report PREFIX): every candidate each kernel's proposers offered and what became of it,
 the measured attempts where a GPU judged them, and the LLM's exchanges (prompt, reply, verdict, tokens,
-seconds).  The API key is never part of any of it: the client keeps it out of its exchanges.  Both reports
-are written through swzc.core.clean: what the file, the hardware model and the LLM said shows an invisible or
-control character as an escape."""
+seconds), as PREFIX.json and PREFIX.md; with the benchmark, PREFIX.html, each measured kernel's order drawn
+beside its numbers.  The API key is never part of any of it: the client keeps it out of its exchanges.  The
+JSON and Markdown reports are written through swzc.core.clean: what the file, the hardware model and the LLM
+said shows an invisible or control character as an escape."""
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import asdict
 from typing import Any
 
 from swzc.core import clean
+from swzc.core.errors import SwzcError
 from swzc.verify.bench import report_json, report_markdown
-from swzc.pipeline.driver import RewriteResult
+from swzc.pipeline.driver import Options, RewriteResult, analyze_file
 from swzc.formulas.swizzles import CustomSwizzle
 
 
@@ -61,3 +64,27 @@ def search_report_markdown(result: RewriteResult, meta: dict[str, Any]) -> str:
                 lines += ["", *(f"   {line}" for line in block.split("\n")), ""]
         lines.append("")
     return clean.text("\n".join(lines))
+
+
+def report_page(file: str, result: RewriteResult, options: Options) -> str:
+    """The benchmark report as a page: per measured kernel, the picture of its order (the accepted one, else
+    the first measured) beside the model's predictions and the measured table."""
+    from swzc.report import picture
+
+    ctx, analysis = analyze_file(file, options.bindings, options.context, options.facts)
+    formulas = {t.name: t.formula for s in result.searches for t in s.history if t.formula is not None}
+    sections = []
+    for bench in result.bench:
+        shown = bench.chosen or next((a.candidate for a in bench.attempts if a.speedup is not None), None)
+        try:
+            if shown is None or shown not in formulas:
+                raise SwzcError("no measured order to draw")
+            drawn = picture.kernel_picture(ctx, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
+            image = picture.render(drawn.picture, "png")
+        except SwzcError as exc:
+            sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p></section>")
+            continue
+        predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
+        sections.append(picture.html_section(image, "png", drawn.picture.title, predictions,
+                                             [p.name for p in drawn.picture.panels], bench))
+    return picture.html_report(f"swzc benchmark report: {result.path}", sections)

@@ -1,0 +1,43 @@
+"""How a file is read as the command line asks: in its build's context (a compilation database's -I and -D
+flags, then the command line's) and within the input size limit.
+
+Every command reads its FILE this way, and `suggest` reads many files one by one (swzc.report.suggest), so
+this lives below the command line rather than in it: a per-file failure here is a record for the report,
+not a click error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from swzc.core.errors import SwzcError
+from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
+from swzc.frontend.source import max_input_bytes
+
+
+def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...],
+                  build_path: str | None) -> tuple[CompileContext, list[str]]:
+    """The compilation database's flags for FILE (never run), then the command line's."""
+    notes: list[str] = []
+    context = CompileContext()
+    database = find_compile_commands(file, build_path)
+    if database is not None and database.is_file():
+        context, notes = context_from_database(database, file)
+    elif build_path is not None:
+        raise SwzcError(f"-p {build_path}: no compile_commands.json there")
+    given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])
+    for name, _ in given.defines:
+        if not name.isidentifier():
+            raise SwzcError(f"-D {name!r}: not a macro name")
+    return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
+
+
+@contextmanager
+def input_limit(max_bytes: int) -> Iterator[None]:
+    """Reads inside refuse a file larger than `max_bytes` (--max-bytes)."""
+    token = max_input_bytes.set(max_bytes)
+    try:
+        yield
+    finally:
+        max_input_bytes.reset(token)
