@@ -321,3 +321,17 @@ def test_a_cluster_kernel_that_opens_the_file_is_refused():
     code = kernel("").replace("__global__ void k", "__cluster_dims__(2, 1, 1) __global__ void k")
     (k,) = analyze(FileContext(load_bytes("k.cu", code.encode()))).kernels
     assert [h.rule for h in k.hazards] == ["cluster"] and k.hazards[0].line == 1
+
+
+@pytest.mark.parametrize("code, said", [
+    ("__device__ unsigned pick() { return blockIdx.x; }\n"
+     "__global__ void k(unsigned* o) {\n  auto f = pick;\n  o[threadIdx.x] = f();\n}\n", "calls through f (line 4)"),
+    ("struct Reader { __device__ unsigned operator()() const { return blockIdx.x; } };\n"
+     "__global__ void k(unsigned* o) {\n  Reader r;\n  o[threadIdx.x] = r();\n}\n", "calls the object r (line 4)"),
+], ids=["through a pointer", "through an object"])
+def test_a_call_the_rewrite_cannot_follow_is_refused_under_its_rule(code, said):
+    """A call through a pointer to, or an object whose operator() is, a reader of the block index: the kernel is
+    refused under SWZ113 (header-helper), the rule review reports it by."""
+    (kernel,) = analyze(FileContext(load_bytes("k.cu", code.encode()))).kernels
+    assert [(h.rule, h.rule_id) for h in kernel.hazards] == [("header-helper", "SWZ113")]
+    assert said in kernel.hazards[0].reason

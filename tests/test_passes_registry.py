@@ -31,6 +31,7 @@ def test_each_kernel_has_exactly_one_pass():
     analysis = analyze(FileContext(load_bytes("k.cu", CODE.encode())))
     chosen = {k.name: [type(p) for p in passes.PASSES if p.applies(k)] for k in analysis.kernels}
     assert chosen == {"blocks": [BlockIndexPass], "tiles": [TileLoopPass]}
+    assert [p.name for p in passes.PASSES] == ["tile_loop", "block_index"]  # the names a registry lookup uses
     assert [type(passes.for_kernel(k)) for k in analysis.kernels] == [BlockIndexPass, TileLoopPass]
 
 
