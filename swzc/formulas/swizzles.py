@@ -23,7 +23,6 @@ from swzc.formulas.adapters import Adapter
 from swzc.formulas.custom import (  # noqa: F401 - the custom formula's names, where formulas are imported
     COMPILABLE_TEXT, CUSTOM_SIGNATURE, MIN_MAX_CXX, VARIABLE_PREFIX, CustomSwizzle, custom_function)
 
-MAX_PARAM = table.MAX_PARAM
 
 @dataclass(frozen=True, order=True)
 class Step:
@@ -96,7 +95,7 @@ class SwizzleSpec:
 def parse_spec(text: str) -> SwizzleSpec:
     """Parse ``identity`` or a chain of steps joined by ``+``, each a kind of swzc.formulas.steps.KINDS with its
     parameter (``grouped:8``) and, for a kind with a chunked form, a chunk size (``xcd:8:4``).  Every parameter
-    is from 1 to MAX_PARAM; a panel side is a power of two from 2 to 1024."""
+    is from 1 to table.MAX_PARAM; a panel side is a power of two from 2 to 1024."""
     text = text.strip()
     if text == "identity":
         return SwizzleSpec(())
@@ -116,8 +115,8 @@ def parse_spec(text: str) -> SwizzleSpec:
         if match.group(2) is None:
             raise ValueError(f"{kind.name} needs a parameter, e.g. {kind.name}:8")
         value = int(match.group(2))
-        if not 1 <= value <= MAX_PARAM:
-            raise ValueError(f"{written}: {kind.letter} must be between 1 and {MAX_PARAM}")
+        if not 1 <= value <= table.MAX_PARAM:
+            raise ValueError(f"{written}: {kind.letter} must be between 1 and {table.MAX_PARAM}")
         if kind.panel and (value < 2 or value & (value - 1) or value > table.MAX_PANEL):
             raise ValueError(f"{written}: K must be a power of two from 2 to {table.MAX_PANEL}")
         chunk = 0
@@ -125,8 +124,8 @@ def parse_spec(text: str) -> SwizzleSpec:
             if kind.chunked_cxx is None:
                 raise ValueError(f"{written}: {kind.name} takes one parameter ({kind.name}:{kind.letter}), not two")
             chunk = int(match.group(3))
-            if not 1 <= chunk <= MAX_PARAM:
-                raise ValueError(f"{written}: C must be between 1 and {MAX_PARAM}")
+            if not 1 <= chunk <= table.MAX_PARAM:
+                raise ValueError(f"{written}: C must be between 1 and {table.MAX_PARAM}")
         steps.append(Step(kind.name, value, chunk))
     return SwizzleSpec(tuple(steps))
 
