@@ -79,7 +79,10 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
         return Decision(index, "declined", f"{spec.name} needs a tile grid; {what}")
     if kernel.tile_loop is not None and not kernel.tile_loop.reads:
         return Decision(index, "declined", f"the tile loop's body does not read {kernel.tile_loop.var}: nothing to permute")
-    return Proposal(index, spec, kernel.adapter, kernel.shapes, note)
+    shapes = kernel.shapes
+    if shapes is None and isinstance(ranked, Ranking) and ranked.sweep is not None and requested is None:
+        shapes = ranked.sweep.shapes  # proven on every grid swept (and, gated, at the gate: swzc.formulas.prove)
+    return Proposal(index, spec, kernel.adapter, shapes, note)
 
 
 def settle(analysis: FileAnalysis, proposals: Mapping[int, Proposal]) -> tuple[dict[int, Proposal], list[Decision]]:

@@ -1,7 +1,8 @@
 """Every emitter's output, byte for byte, against a snapshot under tests/snapshots/emitters/.
 
 The outputs of `rewrite` and `analyze` (text and JSON), `suggest` (text and JSON) and `review` (patch, SARIF,
-rdjson, GitHub) for a few small kernels written here: a GEMM the L2 model swizzles, a file whose kernels are
+rdjson, GitHub) for a few small kernels written here: a GEMM the L2 model swizzles, one whose sizes are set at
+run time (ranked over a sweep of sizes, its order gated), a file whose kernels are
 refused (one by two hazard rules), declined and left untouched, a file with a syntax error beside a clean
 kernel, and one whose only kernel holds the error (bad input: the error, as text and as JSON).
 
@@ -97,11 +98,28 @@ void launch(const float* A, const float* B, float* C, float* p) {
 }
 """
 
+# A GEMM whose sizes the launching function receives: ranked over a sweep of sizes, gated at its crossover.
+RUNTIME = """\
+__global__ void gemm_rt(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.y * 8 + threadIdx.y;
+  int col = blockIdx.x * 32 + threadIdx.x;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  }
+}
+
+void launch(const float* A, const float* B, float* C, int M, int N, int K) {
+  gemm_rt<<<dim3((N + 31) / 32, (M + 7) / 8), dim3(32, 8)>>>(A, B, C, M, N, K);
+}
+"""
+
 # The only kernel holds the parse error: bad input, nothing to analyse.
 BROKEN = "__global__ void k(float* c) {\n  c[blockIdx.x] = (;\n}\n"
 
-FILES = {"src/gemm.cu": GEMM, "src/mixed.cu": MIXED, "src/syntax.cu": SYNTAX, "src/broken.cu": BROKEN}
-ALL = ("src/gemm.cu", "src/mixed.cu", "src/syntax.cu")
+FILES = {"src/gemm.cu": GEMM, "src/mixed.cu": MIXED, "src/syntax.cu": SYNTAX, "src/broken.cu": BROKEN, "src/runtime.cu": RUNTIME}
+ALL = ("src/gemm.cu", "src/mixed.cu", "src/syntax.cu", "src/runtime.cu")
 
 # (snapshot, command line, exit code, stream): the stream whose bytes are the snapshot
 CASES = [
@@ -111,6 +129,10 @@ CASES = [
     ("rewrite-gemm.json", ["rewrite", "src/gemm.cu", "--no-compile", "--json"], 0, "stdout"),
     ("rewrite-mixed.json", ["rewrite", "src/mixed.cu", "--no-compile", "--json"], 1, "stdout"),
     ("rewrite-syntax.json", ["rewrite", "src/syntax.cu", "--no-compile", "--json"], 0, "stdout"),
+    ("rewrite-runtime.txt", ["-v", "rewrite", "src/runtime.cu", "--no-compile"], 0, "stdout"),
+    ("rewrite-runtime.json", ["rewrite", "src/runtime.cu", "--no-compile", "--json"], 0, "stdout"),
+    ("analyze-runtime.txt", ["analyze", "src/runtime.cu", "--no-compile"], 0, "stdout"),
+    ("analyze-runtime.json", ["analyze", "src/runtime.cu", "--no-compile", "--json"], 0, "stdout"),
     ("rewrite-broken.txt", ["rewrite", "src/broken.cu", "--no-compile"], 2, "stderr"),
     ("rewrite-broken.json", ["rewrite", "src/broken.cu", "--no-compile", "--json"], 2, "stdout"),
     ("analyze-gemm.txt", ["analyze", "src/gemm.cu", "--no-compile"], 0, "stdout"),

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
 def test_observed_launches_make_a_runtime_kernel_rankable(monkeypatch):
     src = load_bytes("prog.cu", RUNTIME)
     analysis = analyze(FileContext(src))
-    assert isinstance(pipeline.rank_kernels(FileContext(src), analysis, pipeline.load_hw("h200"), {})[0], str)  # not ranked from the file
+    swept = pipeline.rank_kernels(FileContext(src), analysis, pipeline.load_hw("h200"), {})[0]
+    assert isinstance(swept, Ranking) and swept.sweep is not None  # from the file: predicted over a sweep of n
     seen = ObservedRun("cupti", {"gemm": (ObservedLaunch((256, 256, 1), (16, 16, 1), 0, 3, (), (("n", 4096),)),)})
     monkeypatch.setattr(pipeline, "observe_launches", lambda *args, **kw: seen)
     observed, notes = pipeline.with_observed_launches(FileContext(src), analysis, ProgramBench("./prog 4096"))
@@ -39,7 +40,7 @@ def test_observed_launches_make_a_runtime_kernel_rankable(monkeypatch):
     assert launch.grid == (256, 256, 1) and dict(launch.bindings)["n"] == 4096
     assert "grid 256x256x1" in notes[0]
     ranking = pipeline.rank_kernels(FileContext(src), observed, pipeline.load_hw("h200"), {})[0]
-    assert isinstance(ranking, Ranking) and ranking.chosen is not None
+    assert isinstance(ranking, Ranking) and ranking.chosen is not None and ranking.sweep is None
 
 
 def test_nothing_observed_keeps_the_file_and_says_why(monkeypatch):

@@ -138,7 +138,7 @@ def test_an_unranked_kernel_lists_what_is_proven_and_how_to_choose():
     grid_only = outcome(rewritten(OPEN + "void run(float* C, int b) { open_grid<<<dim3(8, 8), dim3(b, b)>>>(0, C, 128); }\n", None),
                         "open_grid")
     assert "--grid open_grid=X,Y --block open_grid=X,Y" in grid_only.reason and "Proven on its grid" in grid_only.reason
-    block_only = outcome(rewritten(OPEN + "void run(float* C, int g) { open_grid<<<dim3(g, g), dim3(16, 16)>>>(0, C, 128); }\n", None),
+    block_only = outcome(rewritten(OPEN + "int pick(int);\nvoid run(float* C, int g) { open_grid<<<dim3(pick(g), pick(g)), dim3(16, 16)>>>(0, C, 128); }\n", None),
                          "open_grid")
     assert "--grid open_grid=X,Y --block open_grid=X,Y" in block_only.reason
     known = outcome(rewritten(GATHER + "void run(int* i, float* C) { gather<<<dim3(8, 8), dim3(16, 16)>>>(i, 0, C, 128); }\n", None),

@@ -100,8 +100,10 @@ def test_a_size_not_known_is_named_with_the_option_that_gives_it(tmp_path):
         return json.loads(result.stdout)["kernels"][0]["reason"]
 
     assert "the block size of tr is not known: the file does not fix it; give it with --block tr=X,Y" in reason("--grid", "tr=128,128")
+    path.write_text(kernel + "int pick(int);\nvoid run(const float* a, float* b, int n) { tr<<<dim3(pick(n), pick(n)), dim3(32, 32)>>>(a, b); }\n")
+    assert "no launch in this file fixes the grid (line 6: dim3(pick(n), pick(n)); give it with --grid tr=X,Y" in reason()
     path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(n, n), dim3(32, 32)>>>(a, b); }\n")
-    assert "no launch in this file fixes the grid (line 5: dim3(n, n); give it with --grid tr=X,Y" in reason()
+    assert "n swept from" in reason()  # a size it names is ranged over (swzc.model.sweep)
     path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(128, 128), dim3(n, n)>>>(a, b); }\n")
     said = reason()
     assert "the launch at line 5: its block (dim3(n, n)) is not fixed by the file" in said and "--block tr=X,Y" in said

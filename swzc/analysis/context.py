@@ -3,8 +3,8 @@
 A FileContext holds the parsed source and the build's include folders and defines, and keeps what is derived
 from them, each computed the first time it is asked for: the preprocessor's run and the names in scope (per
 set of --set bindings), the index of the file's function definitions, the footprint evaluator's facts about
-the file, its kernels' footprints and rankings (kernels of the same shape share them), and the compiler's
-resource report (per target and flags).  Nothing is kept between files: a result depends only on the file,
+the file, its kernels' footprints and rankings (kernels of the same shape share them), the file analysed again
+at each size a sweep binds (swzc.model.sweep), and the compiler's resource report (per target and flags).  Nothing is kept between files: a result depends only on the file,
 its build and the arguments asked with, never on which file or call came first.
 """
 
@@ -41,6 +41,7 @@ class FileContext:
     footprints: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.rank: shared footprints
     rankings: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.rank: per kernel shape
     usage: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.residency: per target, flags
+    sized: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.sweep: analyses per size
 
     def prepared(self, user: Mapping[str, Value | str] | None = None) -> tuple[Preprocessed, Scope]:
         """The file's directives run with the build's folders and defines, and the names the evaluator may

@@ -7,6 +7,7 @@ and tile count they give, and what --grid/--block or an observed run says of the
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+import re
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node
@@ -49,17 +50,20 @@ def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], sc
     it fixes or lets the compiler deduce, and the tile decode divisor (`divisor`) or the tile loop's count
     and columns (`loop`) they give; then with what --grid/--block or a run says of them (`facts`)."""
     params, tparams = parameters(function)
-    launches = [_bound(src, function, site, params, tparams, scope, divisor, loop) for site in sites]
+    integers = {p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type)}
+    launches = [_bound(src, function, site, params, tparams, scope, divisor, loop, integers) for site in sites]
     return _with_facts(src, function, launches, facts, scope, divisor, loop) if facts else launches
 
 
 def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,
-           divisor: Node | None, loop: TileLoop | None) -> Launch:
+           divisor: Node | None, loop: TileLoop | None, integers: Collection[str] = ()) -> Launch:
     """One launch with the values and types its arguments give the kernel's parameters, and what they make
-    of the tile decode divisor or the tile loop."""
+    of the tile decode divisor or the tile loop; the names its integer arguments are set at run time by join
+    the sizes of its grid (`Launch.sizes`)."""
     ev = _Evaluator(site.host)
     bound: dict[str, Value] = {}
     types: dict[str, str] = {}
+    sizes = list(site.launch.sizes)
     for pname, arg in [*zip(tparams, site.template_args), *zip(params, site.args)]:
         # a template argument naming a constant parses as a type: read it as an expression
         value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg)
@@ -67,8 +71,11 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             bound[pname] = value
         elif arg.type == "type_descriptor":
             types[pname] = " ".join(text(arg).split())
+        elif pname in integers and site.launch.block is not None:
+            _Evaluator(site.host, sizes).value(arg)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
-    record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())))
+    record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
+                     sizes=tuple(dict.fromkeys(sizes)))
     if divisor is not None:
         kscope = local_scope(function, divisor.start_byte, scope.child(bound))
         value = _Evaluator(kscope).value(divisor)
@@ -106,8 +113,24 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str]) -> list[S
         ev = _Evaluator(host)
         record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
                         _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
+        if record.grid is None and record.block is not None:
+            record = replace(record, sizes=_sizes(src, host, grid, block))
         found.append(Site(name, launch, record, targs, kargs, host))
     return found
+
+
+_INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|const)\s*)+|(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|"
+                      r"(?:s|u)?size_t|ptrdiff_t|uint|index_t|dim_t")
+
+
+def _sizes(src: SourceFile, host: Scope, grid: Node | None, block: Node | None) -> tuple[str, ...]:
+    """The names a launch's grid is set at run time by (`Launch.sizes`): those its value could not be found
+    for, less any the block size also names (a block set at run time is not a problem size)."""
+    names: list[str] = []
+    _size(src, _Evaluator(host, names), grid)
+    held: list[str] = []
+    _size(src, _Evaluator(host, held), block)
+    return tuple(n for n in dict.fromkeys(names) if n not in held)
 
 
 def _source_text(src: SourceFile, node: Node | None) -> str:

@@ -37,6 +37,9 @@ class Launch:
     bindings: tuple[tuple[str, Value], ...] = ()  # kernel (template) parameters this launch fixes
     type_args: tuple[tuple[str, str], ...] = ()  # template type parameters it fixes, e.g. ("T", "float")
     tiles: int | None = None  # the tile count T of the kernel's tile loop for this launch, where known
+    # Where the grid or an integer argument is set at run time: the names whose values would fix them (a
+    # parameter of the launching function, a variable read from argv, ...), for swzc.model.sweep to range over.
+    sizes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

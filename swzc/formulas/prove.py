@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import math
 import os
 import re
 import shlex
@@ -412,8 +413,30 @@ def sample_shapes(adapter: str) -> tuple[Shape, ...]:
     return tuple((x, 1, 1, 0) for x in (*sides, 1000, 1021, 4096, 65537))
 
 
+def gate_shapes(gate: int, adapter: str) -> tuple[Shape, ...]:
+    """Grids on both sides of a gate of `gate` tiles and on it: one tile short, the gate, one tile past, as a
+    row, a column and near-square tile grids (non-divisible ones among them), with a second z slice; for a
+    decoded 1D grid, the tilings of several column counts around it and a grid that is not a tiling."""
+    counts = [t for t in (gate - 1, gate, gate + 1) if t >= 1]
+    if adapter == "2d":
+        shapes = []
+        for t in counts:
+            side = max(1, math.isqrt(t))
+            shapes += [(t, 1, 1, 0), (1, t, 1, 0), (-(-t // side), side, 1, 0), (side, -(-t // side), 2, 0), (t // side, side, 1, 0)]
+        return tuple(dict.fromkeys(s for s in shapes if s[0] * s[1] >= 1))
+    if adapter == "1d":
+        shapes = []
+        for n in (1, 2, 7, 64, max(1, math.isqrt(gate))):
+            rows = -(-gate // n)
+            shapes += [(m * n, 1, 1, n) for m in (rows - 1, rows, rows + 1) if m >= 1]
+            shapes.append((rows * n + 1, 1, 1, n) if n > 1 else (rows * n, 1, 1, n))
+        return tuple(dict.fromkeys(shapes))
+    return tuple((t, 1, 1, 0) for t in counts)
+
+
 def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list[Proof]:
-    """Prove each (spec, adapter, shapes) — shapes None meaning 'unknown grid: use samples'."""
+    """Prove each (spec, adapter, shapes) — shapes None meaning 'unknown grid: use samples'.  A gated order is
+    proven on the grids at its gate too (`gate_shapes`)."""
     distinct = tuple(dict.fromkeys((spec, adapter) for spec, adapter, _ in uses))
     if not distinct:
         return []
@@ -426,6 +449,8 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
                        f"grid {large} has more than 2^26 blocks to go through one by one" if large else "")
         chosen = sample_shapes(adapter) if why_sampled else shapes
         assert chosen is not None
+        if isinstance(spec, SwizzleSpec) and spec.gate:  # both sides of the gate, and small odd grids below it
+            chosen = tuple(dict.fromkeys((*chosen, *gate_shapes(spec.gate, adapter), *sample_shapes(adapter))))
         jobs.append((spec, adapter, chosen, why_sampled))
         which = distinct.index((spec, adapter))
         lines += [f"p {which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]

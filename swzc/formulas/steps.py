@@ -16,6 +16,8 @@ from types import MappingProxyType
 
 MAX_PARAM = 1 << 16  # every parameter is from 1 to this
 MAX_PANEL = 1024  # a panel side is a power of two from 2 to this
+MAX_GATE = 1 << 24  # a gate (swzc.formulas.swizzles.SwizzleSpec.gate) is a tile count from 2 to this (the prover goes
+# through the grids at a gate block by block)
 
 
 @dataclass(frozen=True)

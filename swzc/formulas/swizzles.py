@@ -60,10 +60,26 @@ class Step:
 @dataclass(frozen=True)
 class SwizzleSpec:
     steps: tuple[Step, ...]
+    # A gate on the grid: the order applies only to grids of at least `gate` tiles (m x n, the tile grid's
+    # rows times columns; z apart), smaller ones keep the hardware order.  Every block of a launch sees the
+    # same grid, so a gated order is the identity or the order on each grid, a bijection either way; the
+    # prover still checks the grids on both sides of the gate (swzc.formulas.prove.gate_shapes).  0: no gate.
+    gate: int = 0
 
     @property
     def name(self) -> str:
-        return "+".join(step.name for step in self.steps) or "identity"
+        """As the user writes it: ``grouped:8``, ``xcd:8+grouped:8``, ``grouped:64@16384`` (gated: from
+        16,384 tiles up)."""
+        return ("+".join(step.name for step in self.steps) or "identity") + (f"@{self.gate}" if self.gate else "")
+
+    @property
+    def ungated(self) -> SwizzleSpec:
+        """The same order on every grid."""
+        return SwizzleSpec(self.steps)
+
+    def gated(self, gate: int) -> SwizzleSpec:
+        """The same order from `gate` tiles up (0 or 1: on every grid)."""
+        return SwizzleSpec(self.steps, gate if gate > 1 else 0)
 
     @property
     def kind(self) -> str:
@@ -79,24 +95,37 @@ class SwizzleSpec:
         return any(table.KINDS[step.kind].tiles for step in self.steps)
 
     def function_name(self, adapter: str) -> str:
-        return "swzc_" + "_".join(step.identifier for step in self.steps) + "_" + adapter
+        gate = f"_from{self.gate}" if self.gate else ""
+        return "swzc_" + "_".join(step.identifier for step in self.steps) + gate + "_" + adapter
 
     def adapter_cxx(self, adapter: str) -> str:
         """The device function mapping the hardware block index to the swizzled one."""
         over = Adapter(adapter)
         body = "".join(step.call_cxx() for step in self.steps)
+        gate = (f"  if ((unsigned long long)m * n < {self.gate}ull) return make_uint3(bx, by, bz);"
+                f"  // under {self.gate} tiles: the hardware order\n") if self.gate else ""
+        doc = f", from {self.gate} tiles up" if self.gate else ""
         return (
-            f"// {self.name} {over.doc}.\n"
+            f"// {self.name} {over.doc}{doc}.\n"
             f"static __device__ __forceinline__ uint3 {self.function_name(adapter)}({over.parameters}) {{\n"
-            f"{over.head}{body}{over.tail}}}\n"
+            f"{over.head}{gate}{body}{over.tail}}}\n"
         )
 
 
 def parse_spec(text: str) -> SwizzleSpec:
     """Parse ``identity`` or a chain of steps joined by ``+``, each a kind of swzc.formulas.steps.KINDS with its
     parameter (``grouped:8``) and, for a kind with a chunked form, a chunk size (``xcd:8:4``).  Every parameter
-    is from 1 to table.MAX_PARAM; a panel side is a power of two from 2 to 1024."""
+    is from 1 to table.MAX_PARAM; a panel side is a power of two from 2 to 1024.  ``@T`` after the chain gates
+    it: the order applies to grids of at least T tiles (``grouped:64@16384``), smaller ones keep theirs."""
     text = text.strip()
+    chain, at, gate_text = text.partition("@")
+    if at:
+        if not re.fullmatch(r"\s*\d{1,10}\s*", gate_text) or not 2 <= int(gate_text) <= table.MAX_GATE:
+            raise ValueError(f"{text}: the gate after @ is a tile count from 2 to {table.MAX_GATE}")
+        spec = parse_spec(chain)
+        if spec.is_identity or spec.gate:
+            raise ValueError(f"{text}: only an order of steps takes a gate")
+        return spec.gated(int(gate_text))
     if text == "identity":
         return SwizzleSpec(())
     steps = []

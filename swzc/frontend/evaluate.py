@@ -180,8 +180,14 @@ def _named(node: Node) -> list[Node]:
 
 
 class Evaluator:
-    def __init__(self, scope: Scope) -> None:
+    """Values of expressions in `scope`.  Given a list as `free`, it also records the names a value could not
+    be found for (swzc.analysis.launches reads a launch's sizes from them): a name nothing defines, or one
+    defined by what only a run decides (a call, a choice, a read through a pointer or a field), where that
+    name, not what its definition names, is the size."""
+
+    def __init__(self, scope: Scope, free: list[str] | None = None) -> None:
         self.scope = scope
+        self.free = free
 
     def value(self, node: Node | None, depth: int = 0) -> Value | None:
         if node is None or depth > _MAX_DEPTH or not self.scope.budget.spend():
@@ -271,6 +277,9 @@ class Evaluator:
         if kind == "field_expression":
             base = node.child_by_field_name("argument")
             axis = _text(node.child_by_field_name("field"))
+            if self.free is not None and axis not in ("x", "y", "z"):  # a struct's field: named whole (`p.n`)
+                self.free.append(" ".join(_text(node).split()))
+                return None
             dims = self.dim3(base, depth) if base is not None and base.type == "identifier" else None
             if dims is not None and axis in ("x", "y", "z"):
                 return dims["xyz".index(axis)]
@@ -328,14 +337,43 @@ class Evaluator:
         if isinstance(bound, (int, float, tuple)):
             return bound
         if isinstance(bound, Node):
-            return self.value(bound, depth)
+            if self.free is None:
+                return self.value(bound, depth)
+            mark = len(self.free)
+            found = self.value(bound, depth)
+            if found is None and (len(self.free) == mark or _run_time(bound)):
+                del self.free[mark:]
+                self.free.append(name)
+            return found
+        if bound is None:
+            if self.free is not None:
+                self.free.append(name)
+            return None
         if isinstance(bound, Macro) and bound.params is None:
+            if self.free is not None:  # traced: through the body itself (the memo would hide its names)
+                body = expression_of(bound.body)
+                return self.value(body, depth) if body is not None else None
             key = (bound, id(self.scope))
             if key not in self.scope.budget.memo:
                 body = expression_of(bound.body)
                 self.scope.budget.memo[key] = (self.scope, self.value(body, depth) if body is not None else None)
             return self.scope.budget.memo[key][1]
         return None
+
+
+_RUN_TIME = frozenset({"call_expression", "conditional_expression", "field_expression", "subscript_expression",
+                       "pointer_expression"})
+
+
+def _run_time(node: Node) -> bool:
+    """Whether an expression holds what only a run decides: a call, a choice, a read through a pointer or field."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in _RUN_TIME:
+            return True
+        stack.extend(n.named_children)
+    return False
 
 
 def _text(node: Node | None) -> str:

@@ -59,15 +59,52 @@ class Ranking:
     chosen: SwizzleSpec | None  # None: nothing beats identity by the margin
     reason: str  # why chosen, or why declined, with the numbers
     residency: Residency | None = None  # the blocks per SM or CU the model ran with, and where that came from
+    # Where the file sets the grid at run time: the sizes ranked (swzc.model.sweep); the fields above are the
+    # largest size's, and `chosen` is gated at its crossover.
+    sweep: SizeSweep | None = None
 
     @property
     def identity(self) -> Prediction:
         return next(p for p in self.predictions if p.candidate == "identity")
 
+    def prediction(self, candidate: str) -> Prediction | None:
+        return next((p for p in self.predictions if p.candidate == candidate), None)
+
     @property
     def to_measure(self) -> tuple[Prediction, ...]:
         """The predictions in the order a GPU should time them (see the module's docstring)."""
         return measuring_order(self.predictions)
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One size of a sweep: the value every size name was bound to, the grid it gives and the ranking there."""
+
+    size: int
+    grid: tuple[int, int, int]
+    tiles: int  # the tile grid's rows x columns: what a gate counts
+    data_bytes: int  # the bytes the kernel's arrays span
+    ranking: Ranking
+
+    def prediction(self, candidate: str) -> Prediction | None:
+        return self.ranking.prediction(candidate)
+
+
+@dataclass(frozen=True)
+class SizeSweep:
+    """A kernel ranked over the sizes its grid is set by at run time (swzc.model.sweep)."""
+
+    names: tuple[str, ...]  # the names bound, all to the same value
+    points: tuple[SizePoint, ...]  # smallest first
+    crossovers: tuple[tuple[str, int | None], ...]  # each order's smallest size from which it pays (None: never)
+    chosen: SwizzleSpec | None  # gated at `crossover` (no gate where it pays at every size swept)
+    crossover: int | None
+    reason: str
+
+    @property
+    def shapes(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The grids swept, with the decode divisor of each (0 where none): what the prover checks."""
+        return tuple(dict.fromkeys((*pt.grid, pt.ranking.footprint.divisor) for pt in self.points))
 
 
 def measuring_order(predictions: Sequence[Prediction]) -> tuple[Prediction, ...]:

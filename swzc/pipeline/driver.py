@@ -32,7 +32,8 @@ from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
-from swzc.model.rank import MARGIN_POINTS, Ranking, rank
+from swzc.model.sweep import rank_over_sizes, sized_launch
+from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, rank
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
 if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LLM is asked for
@@ -115,6 +116,7 @@ class KernelOutcome:
     candidates: tuple[tuple[str, float, float], ...] = ()  # (name, predicted L2 hit %, predicted DRAM bytes)
     rules: tuple[str, ...] = ()  # a refused kernel's hazard rule ids ("SWZ101", swzc.analysis.records.HAZARDS)
     formula: Formula | None = field(default=None, compare=False)  # the order spliced in; `swizzle` is its name
+    sizes: SizeSweep | None = field(default=None, compare=False)  # where the grid is set at run time: the sizes ranked
 
 
 @dataclass(frozen=True)
@@ -251,17 +253,24 @@ def _check_bindings(ctx: FileContext, analysis: FileAnalysis, bindings: Mapping[
 
 
 def rank_kernels(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
-                 compiler: bool = False, flags: tuple[str, ...] = ()) -> dict[int, Ranking | str]:
+                 compiler: bool = False, flags: tuple[str, ...] = (), sizes: bool = True) -> dict[int, Ranking | str]:
     """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank).
 
-    `compiler`: the blocks resident at once come from compiling the file with `flags` (never running it)."""
-    return {i: _rank(ctx, k, hw, bindings, compiler, flags) for i, k in enumerate(analysis.kernels)
+    `compiler`: the blocks resident at once come from compiling the file with `flags` (never running it).
+    `sizes`: a kernel whose grid the file sets at run time is ranked over a sweep of sizes (swzc.model.sweep)."""
+    return {i: _rank(ctx, k, hw, bindings, compiler, flags, sizes) for i, k in enumerate(analysis.kernels)
             if block_swizzle.refusal(analysis, i) is None}
 
 
 def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
-          compiler: bool, flags: tuple[str, ...]) -> Ranking | str:
+          compiler: bool, flags: tuple[str, ...], sizes: bool = True) -> Ranking | str:
     got = rank(ctx, kernel, hw, bindings, compiler=compiler, flags=flags)
+    launch = sized_launch(kernel)
+    if isinstance(got, str) and sizes and kernel.tile_loop is None and launch is not None:
+        swept = rank_over_sizes(ctx, kernel, hw, bindings, compiler, flags)
+        if isinstance(swept, Ranking):
+            return swept
+        return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -279,7 +288,10 @@ def _compiler(options: Options) -> tuple[bool, tuple[str, ...]]:
     return options.compile, (*options.context.compile_flags(), *options.compile_flags)
 
 
-def _proof_text(proof: Proof, kernel: KernelInfo) -> str:
+def _proof_text(proof: Proof, kernel: KernelInfo, spec: Formula | None = None) -> str:
+    if isinstance(spec, SwizzleSpec) and spec.gate and not proof.sampled:
+        return (f"bijection on {len(proof.shapes)} grids: those swept, {spec.gate - 1}, {spec.gate} and {spec.gate + 1} "
+                "tiles on either side of the gate, and small non-divisible ones")
     if kernel.tile_loop is not None:  # proven over the tiles the loop walks, not over the blocks
         if proof.sampled:
             return f"bijection on {len(proof.shapes)} sample tile spaces (the file does not fix this loop's tile count)"
@@ -313,7 +325,8 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
     observed: tuple[str, ...] = ()
     if options.program is not None:
         analysis, observed = with_observed_launches(ctx, analysis, options.program)
-    ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None else {}
+    # a sweep's predictions are not what the loop measures: a kernel the run does not size stays unranked here
+    ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=False) if options.swizzle is None else {}
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -531,16 +544,17 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
         grids = kernel.shapes or ()
         ranking = ranked.get(index)
         table = tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in ranking.predictions) if isinstance(ranking, Ranking) else ()
+        sizes = ranking.sweep if isinstance(ranking, Ranking) else None
         if index in accepted:
             p = accepted[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, "rewritten", _describe(kernel, p), p.spec.name,
-                                          p.adapter, grids, _proof_text(proofs[index], kernel), p.note, table,
-                                          formula=p.spec))
+                                          p.adapter, grids, _proof_text(proofs[index], kernel, p.spec), p.note, table,
+                                          formula=p.spec, sizes=sizes))
         else:
             d = decisions[index]
             outcomes.append(KernelOutcome(kernel.name, kernel.line, d.status, d.reason, None,
                                           kernel.adapter if kernel.reads_block_index else None, grids, candidates=table,
-                                          rules=d.rules))
+                                          rules=d.rules, sizes=sizes))
     fixes = tuple(KernelFix(index, analysis.kernels[index].name, analysis.kernels[index].line, _alone(analysis, index, p))
                   for index, p in sorted(accepted.items()))
     return RewriteResult(src.path, src.dialect, options.hw.name, tuple(outcomes), src.data, new_src.data, patch, report,

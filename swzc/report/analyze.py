@@ -22,7 +22,7 @@ from swzc.model.rank import Ranking
 from swzc.model.residency import Residency
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
-from swzc.report.shared import candidates_json, syntax_json, syntax_lines
+from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.target.hw import HardwareModel
 
 
@@ -147,8 +147,10 @@ def render_text(report: Analyzed) -> str:
             lines.append("    reads staged: a loop copies them to shared memory behind a barrier; "
                          + ("the model counts the reads the L2 request coalescer merges" if hw.l2_request_coalescer
                             else f"{hw.name} has no L2 request coalescer in its model"))
+        lines += sweep_lines(r.ranking.sweep if isinstance(r.ranking, Ranking) else None)
         if r.candidates:
-            lines.append("    L2 model:  candidate            L2 hits   DRAM bytes")
+            size = f" (at the largest size, {r.ranking.sweep.points[-1].size})" if isinstance(r.ranking, Ranking) and r.ranking.sweep else ""
+            lines.append(f"    L2 model{size}:  candidate            L2 hits   DRAM bytes")
             for name, hit, dram in r.candidates:
                 mark = "  <- chosen" if name == r.chosen else ""
                 lines.append(f"               {name:<20} {hit:6.1f} % {dram / 1e6:10,.0f} MB{mark}")
@@ -188,6 +190,7 @@ def _kernel_json(r: AnalyzedKernel) -> dict[str, Any]:
         "chosen_by": r.chosen_by,
         "candidates": candidates_json(r.candidates),
         "model": r.unranked_because,
+        "sizes": sweep_json(r.ranking.sweep if isinstance(r.ranking, Ranking) else None),
         "residency": None if res is None else {
             "blocks_per_cu": res.blocks_per_cu, "limit": res.limit, "source": res.source,
             "registers_per_thread": res.registers_per_thread, "shared_bytes_per_block": res.shared_bytes_per_block},

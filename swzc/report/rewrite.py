@@ -16,7 +16,7 @@ from swzc.core import clean
 from swzc.core.errors import ExitCode
 from swzc.pipeline.driver import KernelOutcome, RewriteResult
 from swzc.report.run_report import searches_json
-from swzc.report.shared import candidates_json, syntax_json, syntax_lines
+from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.verify.bench import PROFILERS, report_json
 
 
@@ -32,8 +32,12 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
             if o.chosen_by:
                 lines.append(f"      chosen: {o.chosen_by}")
             lines.append(f"      proof: {o.proof}")
+            if verbose:
+                lines += sweep_lines(o.sizes, "      ")
         else:
             lines.append(f"{head}: {o.reason}")
+            if verbose:
+                lines += sweep_lines(o.sizes, "      ")
     if not result.outcomes:
         lines.append("  no __global__ kernels in this file")
     lines += syntax_lines(result.path, result.syntax_errors)
@@ -89,4 +93,4 @@ def render_json(result: RewriteResult, output: str | None, in_place: bool, patch
 def _kernel(o: KernelOutcome) -> dict[str, Any]:
     return {"name": o.name, "line": o.line, "status": o.status, "reason": o.reason, "swizzle": o.swizzle,
             "adapter": o.adapter, "grids": [list(g) for g in o.grids], "proof": o.proof, "chosen_by": o.chosen_by,
-            "candidates": candidates_json(o.candidates), "rules": list(o.rules)}
+            "candidates": candidates_json(o.candidates), "rules": list(o.rules), "sizes": sweep_json(o.sizes)}

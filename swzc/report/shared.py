@@ -11,6 +11,7 @@ from typing import Any
 
 from swzc.core import clean
 from swzc.frontend.source import SyntaxIssue
+from swzc.model.rank import SizeSweep
 
 
 def syntax_lines(path: str, errors: tuple[SyntaxIssue, ...], shown: int = 3) -> list[str]:
@@ -32,6 +33,50 @@ def syntax_json(errors: tuple[SyntaxIssue, ...]) -> list[dict[str, Any]]:
 def candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:
     """The L2 model's (name, predicted L2 hit %, predicted DRAM bytes) rows."""
     return [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
+
+
+def sweep_json(sweep: SizeSweep | None) -> dict[str, Any] | None:
+    """A kernel ranked over sizes (swzc.model.sweep): the names swept, each size's grid and predictions (the
+    original order, the chosen one ungated, the best), each order's crossover, and the gated choice."""
+    if sweep is None:
+        return None
+    chosen = sweep.chosen.ungated.name if sweep.chosen is not None else None
+
+    def numbers(point: Any, name: str | None) -> dict[str, Any] | None:
+        p = point.prediction(name) if name is not None else None
+        return None if p is None else {"name": p.candidate, "predicted_l2_hit_rate": p.l2_hit_rate,
+                                       "predicted_dram_bytes": p.dram_bytes}
+
+    return {
+        "predicted": True,
+        "names": list(sweep.names),
+        "chosen": sweep.chosen.name if sweep.chosen is not None else None,
+        "crossover": sweep.crossover,
+        "gate_tiles": sweep.chosen.gate if sweep.chosen is not None else None,
+        "points": [{"size": pt.size, "grid": list(pt.grid), "tiles": pt.tiles, "data_bytes": pt.data_bytes,
+                    "identity": numbers(pt, "identity"), "chosen": numbers(pt, chosen),
+                    "best": numbers(pt, pt.ranking.predictions[0].candidate)} for pt in sweep.points],
+        "crossovers": {name: size for name, size in sweep.crossovers},
+        "reason": sweep.reason,
+    }
+
+
+def sweep_lines(sweep: SizeSweep | None, indent: str = "    ") -> list[str]:
+    """The same as a table: per size, the grid and the predicted L2 hits of the original, the chosen and the best."""
+    if sweep is None:
+        return []
+    chosen = sweep.chosen.ungated.name if sweep.chosen is not None else None
+    lines = [f"{indent}sizes ({' = '.join(sweep.names)}), predicted, not measured:",
+             f"{indent}  {'size':>7} {'grid':>15} {'tiles':>10} {'identity':>10} " + (f"{chosen:>22} " if chosen else "") + " best"]
+    for pt in sweep.points:
+        mine = pt.prediction(chosen) if chosen else None
+        on = sweep.chosen is not None and pt.tiles >= sweep.chosen.gate
+        shown = "" if mine is None else f"{mine.l2_hit_rate:6.1f} %" + ("" if on else " (gated off)")
+        best = pt.ranking.predictions[0]
+        lines.append(f"{indent}  {pt.size:>7} {'x'.join(map(str, pt.grid)):>15} {pt.tiles:>10,} "
+                     f"{pt.ranking.identity.l2_hit_rate:8.1f} % " + (f"{shown:>22} " if chosen else "")
+                     + f" {best.candidate} {best.l2_hit_rate:.1f} %")
+    return lines
 
 
 def error_json(file: str | None, code: int, message: str, details: Mapping[str, Any]) -> str:

@@ -1,0 +1,204 @@
+"""Sizes as a range: a kernel whose grid is set at run time is ranked over a sweep of sizes, and an order is
+chosen only with the gate that keeps it off the sizes where it does not pay.
+
+Where no launch in the file fixes a kernel's grid, the analysis names what would (`Launch.sizes`: the
+launching function's parameters, a variable read from argv, ...).  Each is bound to one value `s` (a square
+problem: M = N = K = s), for `s` in `SIZES`, and the file's launch is evaluated again and ranked by the L2
+model as if the file had fixed it (swzc.model.rank).  The sweep begins where the grid fills the GPU
+`MIN_WAVES` times over and ends once the kernel's arrays span `PAST_L2` times the L2, or at `MAX_POINTS`
+sizes.
+
+An order *pays* at a size when it raises the predicted L2 hit rate by rank.MARGIN_POINTS and moves no more
+bytes from DRAM than the original order.  Its *crossover* is the smallest size swept from which it pays at
+every larger size swept.  The chosen order is the one with the largest mean gain over the sweep once gated
+at its crossover (ties: the earlier crossover, then the better at the largest size); its gate is the tile
+count of the grid at its crossover (swzc.formulas.swizzles.SwizzleSpec.gate), below which the kernel keeps
+its own order.  Where it pays from the first size swept, it needs no gate.  These are predictions: a GPU run
+measures them (swzc.verify).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from swzc.analysis.context import bindings_key
+from swzc.analysis.kernels import analyze
+from swzc.analysis.records import KernelInfo, Launch
+from swzc.frontend.evaluate import Value
+from swzc.model.footprint import Footprint
+from swzc.model.l2model import Prediction
+from swzc.model.rank import MARGIN_POINTS, Ranking, SizePoint, SizeSweep, rank
+from swzc.model.residency import Residency
+from swzc.target.hw import HardwareModel
+
+if TYPE_CHECKING:
+    from swzc.analysis.context import FileContext
+
+SIZES = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 65536)
+MIN_WAVES = 2  # the sweep starts at the first size whose grid fills the GPU this many times over
+PAST_L2 = 8  # and ends at the first size whose arrays span this many times the L2
+MAX_POINTS = 10  # or after this many sizes
+
+
+def sized_launch(kernel: KernelInfo) -> Launch | None:
+    """The launch a sweep ranges over: the first, where no launch fixes the grid and it names what would."""
+    if any(la.grid is not None for la in kernel.launches) or not kernel.launches:
+        return None
+    first = kernel.launches[0]
+    return first if first.sizes and first.block is not None else None
+
+
+def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None,
+                    compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | str:
+    """The ranking at the largest size swept, with the sweep (`Ranking.sweep`) and its gated choice; a reason
+    string when the kernel cannot be ranked at the sizes swept."""
+    launch = sized_launch(kernel)
+    if launch is None:
+        return "no launch names the sizes its grid is set by"
+    user = dict(user or {})
+    names = tuple(n for n in launch.sizes if n not in user)
+    if not names:
+        return f"the sizes {', '.join(launch.sizes)} are given with --set and still do not fix the grid"
+    said = " = ".join(names)
+    fields = [n for n in names if not n.isidentifier()]
+    if fields:
+        return (f"the grid is set at run time through {', '.join(fields)}, which a sweep of sizes cannot bind (--set takes "
+                f"names); give the grid with --grid {kernel.name}=X,Y")
+    points: list[SizePoint] = []
+    misses = 0
+    running: Residency | None = None
+    first_failure = ""
+    for size in SIZES:
+        bound = {**user, **{n: size for n in names}}
+        at = _kernel_at(ctx, kernel, bound)
+        if at is None:
+            break
+        grid = next((la.grid for la in at.launches if la.grid is not None), None)
+        if grid is None:  # past CUDA's limits (or still not fixed: the sizes named do not decide it)
+            misses += 1
+            if points or misses >= 3:
+                break
+            first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
+            continue
+        got = rank(ctx, at, hw, bound, compiler=compiler, flags=flags, running=running)
+        if isinstance(got, str):
+            if points:
+                break
+            first_failure = first_failure or f"at {said} = {size}: {got}"
+            if not got.startswith("no launch"):
+                return first_failure  # the model cannot follow the kernel at any size: say which access
+            continue
+        running = got.residency
+        resident = running.resident_blocks(hw) if running is not None else hw.compute_units
+        blocks = got.footprint.grid[0] * got.footprint.grid[1] * got.footprint.grid[2]
+        span = data_bytes(got.footprint)
+        if blocks < MIN_WAVES * resident and size != SIZES[-1]:
+            continue
+        rows, cols, _ = got.footprint.tiles
+        points.append(SizePoint(size, grid, rows * cols, span, got))
+        if span >= PAST_L2 * hw.l2_bytes or len(points) >= MAX_POINTS:
+            break
+    if not points:
+        return first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
+    return _choose(names, tuple(points), hw)
+
+
+def _kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
+    """The kernel as the file reads with `bound`: its launches evaluated at those sizes (the file's analysis
+    with these bindings is made once: kernels sized by the same names share it)."""
+    key = bindings_key(bound)
+    analysis = ctx.sized.get(key)
+    if analysis is None:
+        analysis = ctx.sized[key] = analyze(ctx, bound)
+    return next((k for k in analysis.kernels if k.name == kernel.name and k.line == kernel.line), None)
+
+
+def data_bytes(fp: Footprint) -> int:
+    """The bytes the kernel's arrays span over the whole grid: each array's first to last byte touched (the
+    widest of its accesses)."""
+    rows, cols, z = fp.tiles
+    widest: dict[str, int] = {}
+    for a in fp.accesses:
+        if not a.sectors.size:
+            continue
+        reach = sum(abs(b) * (n - 1) for b, n in zip(a.block_bytes, (rows, cols, z)))
+        span = reach + (int(a.sectors[-1]) - int(a.sectors[0]) + 1) * 32
+        widest[a.array] = max(widest.get(a.array, 0), span)
+    return sum(widest.values())
+
+
+def pays(p: Prediction, base: Prediction) -> bool:
+    """Whether an order pays where `base` is the original's prediction at the same size."""
+    return p.l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and p.dram_bytes <= base.dram_bytes
+
+
+def crossovers(points: Sequence[SizePoint]) -> dict[str, int | None]:
+    """For each order ranked at the largest size: the smallest size swept from which it pays at every larger
+    size swept (None: it does not pay at the largest)."""
+    found: dict[str, int | None] = {}
+    for p in points[-1].ranking.predictions:
+        if p.candidate == "identity":
+            continue
+        start = None
+        for point in reversed(points):
+            mine = point.prediction(p.candidate)
+            if mine is None or not pays(mine, point.ranking.identity):
+                break
+            start = point.size
+        found[p.candidate] = start
+    return found
+
+
+def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareModel) -> Ranking:
+    largest = points[-1].ranking
+    crossing = crossovers(points)
+
+    def gain(candidate: str, start: int) -> float:  # mean predicted points over the sweep, gated at `start`
+        total = 0.0
+        for point in points:
+            mine = point.prediction(candidate)
+            if point.size >= start and mine is not None:
+                total += mine.l2_hit_rate - point.ranking.identity.l2_hit_rate
+        return total / len(points)
+
+    order = [p.candidate for p in largest.predictions]
+    paying = [(gain(c, s), -s, -order.index(c), c) for c, s in crossing.items() if s is not None]
+    said = " = ".join(names)
+    swept = f"{said} swept from {points[0].size} to {points[-1].size}"
+    if not paying:
+        best = largest.predictions[0]
+        some = [c for c in order if any((q := pt.prediction(c)) is not None and pays(q, pt.ranking.identity) for pt in points)]
+        tail = (f"; {', '.join(some[:3])} pay at some sizes but not at every larger one" if some else "")
+        reason = (f"no order pays from any size up ({swept}, predicted): at {points[-1].size} the kernel's own order has "
+                  f"{largest.identity.l2_hit_rate:.1f} % L2 hits and the best, {best.candidate}, {best.l2_hit_rate:.1f} %{tail}")
+        sweep = SizeSweep(names, points, tuple(crossing.items()), None, None, reason)
+        return replace(largest, chosen=None, reason=reason, sweep=sweep)
+    _, _, _, candidate = max(paying)
+    start = crossing[candidate]
+    assert start is not None
+    at = next(pt for pt in points if pt.size == start)
+    formula = largest.prediction(candidate).formula
+    assert formula is not None
+    gated = formula.gated(at.tiles if start != points[0].size else 0)
+    where = (f"from {said} = {start} ({at.tiles:,} tiles) up, the kernel's own order below" if gated.gate
+             else f"at every size swept")
+    shown = _three(points, start)
+    numbers = "; ".join(f"at {pt.size}: DRAM {_mb(pt.ranking.identity)} -> {_mb(pt.prediction(candidate))}, L2 hits "
+                        f"{pt.ranking.identity.l2_hit_rate:.1f} % -> {pt.prediction(candidate).l2_hit_rate:.1f} %" for pt in shown)
+    reason = f"predicted over {swept} (not measured): {formula.name} pays {where}; {numbers}"
+    sweep = SizeSweep(names, points, tuple(crossing.items()), gated, start, reason)
+    return replace(largest, chosen=gated, reason=reason, sweep=sweep)
+
+
+def _three(points: Sequence[SizePoint], start: int) -> list[SizePoint]:
+    """Three sizes to quote: the crossover, the largest and one between (or the sizes there are)."""
+    above = [pt for pt in points if pt.size >= start]
+    if len(above) <= 3:
+        return above
+    return [above[0], above[len(above) // 2], above[-1]]
+
+
+def _mb(p: Prediction | None) -> str:
+    return "?" if p is None else f"{p.dram_bytes / 1e6:,.0f} MB"

@@ -1,0 +1,216 @@
+"""Kernels whose grid is set at run time: the names that set it, the sweep of sizes, the gated order and its
+proof, and what rewrite, analyze and suggest say of them."""
+
+import json
+
+import numpy as np
+import pytest
+
+from support import needs_nvcc
+
+from swzc.analysis.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.formulas import prove as proving
+from swzc.formulas.prove import dispatch_maps, gate_shapes, prove
+from swzc.formulas.swizzles import SwizzleSpec, parse_spec
+from swzc.frontend import source
+from swzc.model import sweep
+from swzc.model.rank import MARGIN_POINTS, Ranking
+from swzc.pipeline.driver import Options, load_hw, rank_kernels, rewrite_file
+
+# A naive GEMM, 32 x 8 blocks, sized by the launching function's parameters.
+RUNTIME_GEMM = """\
+__global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    float acc = 0.f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  }
+}
+void run(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 block(32, 8);
+  dim3 grid((N + 31) / 32, (M + 7) / 8);
+  gemm<<<grid, block>>>(A, B, C, M, N, K);
+}
+"""
+
+# Reads each element once and writes it once: no order can share anything.
+RUNTIME_COPY = """\
+__global__ void copy2d(const float* in, float* out, int w, int h) {
+  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;
+  if (x < w && y < h) out[y * w + x] = 2.f * in[y * w + x];
+}
+void launch(const float* in, float* out, int w, int h) {
+  copy2d<<<dim3((w + 31) / 32, (h + 7) / 8), dim3(32, 8)>>>(in, out, w, h);
+}
+"""
+
+
+def _ctx(tmp_path, text: str, name: str = "k.cu") -> tuple[FileContext, object]:
+    path = tmp_path / name
+    path.write_text(text)
+    ctx = FileContext(source.load(str(path)))
+    return ctx, analyze(ctx)
+
+
+@pytest.mark.parametrize("host, expected", [
+    # parameters of the launching function, through a dim3 variable; the integer arguments join them
+    ("void run(const float* A, float* C, int M, int N, int K) {\n  dim3 g((N + 15) / 16, (M + 15) / 16);\n"
+     "  k<<<g, dim3(16, 16)>>>(A, C, M, N, K);\n}", ("N", "M", "K")),
+    # read from the command line: the variable, not argv, is the size
+    ("int main(int argc, char** argv) {\n  int n = atoi(argv[1]);\n  k<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(0, 0, n, n, n);\n}",
+     ("n",)),
+    # chosen at run time
+    ("int main(int argc, char** argv) {\n  int n = argc > 1 ? atoi(argv[1]) : 1024;\n"
+     "  k<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(0, 0, n, n, n);\n}", ("n",)),
+    # a local computed from a parameter: the parameter is the size
+    ("void run(int n) {\n  int tiles = n / 16;\n  k<<<dim3(tiles, tiles), dim3(16, 16)>>>(0, 0, n, n, 64);\n}", ("n",)),
+    # a struct's field, named whole
+    ("struct P { int n; };\nvoid run(P p) {\n  k<<<dim3(p.n / 16, p.n / 16), dim3(16, 16)>>>(0, 0, p.n, p.n, p.n);\n}",
+     ("p.n",)),
+    # a block set at run time: nothing to sweep
+    ("void run(int n, int b) {\n  k<<<dim3(n / b, n / b), dim3(b, b)>>>(0, 0, n, n, n);\n}", ()),
+    # a grid the file fixes: only the unknown integer argument
+    ("void run(int K) {\n  k<<<dim3(64, 64), dim3(16, 16)>>>(0, 0, 1024, 1024, K);\n}", ("K",)),
+])
+def test_launch_sizes_name_what_sets_the_grid(tmp_path, host, expected):
+    kernel = ("#include <cstdlib>\n__global__ void k(const float* A, float* C, int M, int N, int K) {\n"
+              "  C[blockIdx.y * N + blockIdx.x] = A[blockIdx.x * K + blockIdx.y];\n}\n")
+    _, analysis = _ctx(tmp_path, kernel + host)
+    (launch,) = analysis.kernels[0].launches
+    assert launch.sizes == expected
+
+
+def test_sweep_gates_the_order_at_its_crossover(tmp_path):
+    ctx, analysis = _ctx(tmp_path, RUNTIME_GEMM)
+    hw = load_hw("h100")
+    got = sweep.rank_over_sizes(ctx, analysis.kernels[0], hw)
+    assert isinstance(got, Ranking) and got.sweep is not None
+    s = got.sweep
+    assert s.names == ("N", "M", "K")
+    sizes = [pt.size for pt in s.points]
+    assert sizes == sorted(sizes) and len(sizes) >= 3
+    # from a few waves of blocks to past the L2
+    first, last = s.points[0], s.points[-1]
+    resident = got.residency.resident_blocks(hw)
+    assert first.grid[0] * first.grid[1] >= sweep.MIN_WAVES * resident
+    assert last.data_bytes >= sweep.PAST_L2 * hw.l2_bytes or len(s.points) == sweep.MAX_POINTS
+    # the grid at each size is the file's launch evaluated there
+    for pt in s.points:
+        assert pt.grid == ((pt.size + 31) // 32, (pt.size + 7) // 8, 1)
+    chosen = got.chosen
+    assert chosen is not None and chosen.gate and s.crossover is not None
+    name = chosen.ungated.name
+    at = next(pt for pt in s.points if pt.size == s.crossover)
+    assert chosen.gate == at.tiles
+    for pt in s.points:  # it pays from the crossover up, and not at the size below it
+        mine, base = pt.prediction(name), pt.ranking.identity
+        if pt.size >= s.crossover:
+            assert mine.l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and mine.dram_bytes <= base.dram_bytes
+    below = [pt for pt in s.points if pt.size < s.crossover]
+    assert below and not sweep.pays(below[-1].prediction(name), below[-1].ranking.identity)
+    assert dict(s.crossovers)[name] == s.crossover
+    assert "predicted" in got.reason and f"{s.crossover}" in got.reason
+
+
+def test_no_order_pays_on_a_kernel_with_nothing_to_share(tmp_path):
+    ctx, analysis = _ctx(tmp_path, RUNTIME_COPY)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.chosen is None and got.sweep is not None
+    assert got.reason.startswith("no order pays from any size up")
+
+
+def test_a_size_the_user_sets_is_not_swept(tmp_path):
+    ctx, analysis = _ctx(tmp_path, RUNTIME_GEMM)
+    analysis = analyze(ctx, {"K": 512})
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {"K": 512})[0]
+    assert isinstance(got, Ranking) and got.sweep.names == ("N", "M")
+
+
+def test_a_field_in_the_grid_is_not_swept_and_says_so(tmp_path):
+    text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
+                                "struct P { int m, n, k; };\nvoid run(const float* A, const float* B, float* C, P p) {")
+    text = text.replace("dim3 grid((N + 31) / 32, (M + 7) / 8);", "dim3 grid((p.n + 31) / 32, (p.m + 7) / 8);")
+    text = text.replace("(A, B, C, M, N, K)", "(A, B, C, p.m, p.n, p.k)")
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, str) and "through p.n, p.m" in got and "--grid gemm=" in got
+    # read into locals first, the locals are the sizes
+    text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
+                                "struct P { int m, n, k; };\nvoid run(const float* A, const float* B, float* C, P p) {\n"
+                                "  int M = p.m, N = p.n, K = p.k;")
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep.names == ("N", "M", "K")
+
+
+def test_gate_parses_names_and_splices():
+    spec = parse_spec("grouped:8@4096")
+    assert spec == SwizzleSpec(parse_spec("grouped:8").steps, 4096) and spec.name == "grouped:8@4096"
+    assert parse_spec(spec.name) == spec and spec.ungated.name == "grouped:8"
+    cxx = spec.adapter_cxx("2d")
+    assert "m * n < 4096ull" in cxx and spec.function_name("2d") != spec.ungated.function_name("2d")
+    for bad in ("identity@8", "grouped:8@1", "grouped:8@", "grouped:8@x", "grouped:8@4@4", f"grouped:8@{(1 << 24) + 1}"):
+        with pytest.raises(ValueError):
+            parse_spec(bad)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("adapter, below, at", [("2d", (63, 64, 1, 0), (64, 64, 1, 0)),
+                                                ("1d", (63 * 64, 1, 1, 64), (64 * 64, 1, 1, 64))])
+def test_gated_order_is_the_original_below_the_gate_and_the_order_from_it(adapter, below, at):
+    spec = parse_spec("grouped:8@4096")
+    for shape, same in ((below, False), (at, True)):
+        gated, plain, identity = dispatch_maps([(spec, adapter), (spec.ungated, adapter), (SwizzleSpec(()), adapter)], shape)
+        assert np.array_equal(gated, plain) == same
+        assert np.array_equal(gated, identity) == (not same)
+
+
+@pytest.mark.parametrize("adapter", ["2d", "1d", "linear"])
+def test_gate_shapes_straddle_the_gate(adapter):
+    shapes = gate_shapes(1000, adapter)
+    tiles = {(gx * gy if adapter == "2d" else gx) for gx, gy, _, n in shapes if adapter != "1d" or gx % n == 0}
+    assert {999, 1000, 1001} <= tiles or adapter == "1d"
+    if adapter == "1d":
+        assert any(gx < 1000 for gx, *_ in shapes) and any(gx == 1000 for gx, *_ in shapes if gx % _[-1] == 0)
+        assert any(gx % n for gx, _, _, n in shapes)  # a grid that is not a tiling
+
+
+@needs_nvcc
+def test_a_gate_that_tests_the_block_is_caught_at_the_gate(monkeypatch):
+    """A gate read per block (not per grid) is not a permutation above the gate: only the gate's grids show it
+    (the sample grids are all below a gate of 4096 tiles)."""
+    spec = parse_spec("grouped:8@4096")
+    good = SwizzleSpec.adapter_cxx
+
+    def broken(self, adapter):
+        return good(self, adapter).replace("(unsigned long long)m * n < 4096ull", "p < 4096u")
+
+    monkeypatch.setattr(SwizzleSpec, "adapter_cxx", broken)
+    proving.build_prover.cache_clear()  # the prover of this spec is built again, from the broken text
+    try:
+        (proof,) = prove([(spec, "2d", None)])
+    finally:
+        monkeypatch.undo()
+        proving.build_prover.cache_clear()
+    assert not proof.ok and "grid" in proof.failure
+
+
+@needs_nvcc
+def test_rewrite_splices_the_gated_order_and_reports_the_sweep(tmp_path):
+    path = tmp_path / "gemm.cu"
+    path.write_text(RUNTIME_GEMM)
+    result = rewrite_file(str(path), Options(hw=load_hw("h100"), compile=False))
+    (outcome,) = result.outcomes
+    assert outcome.status == "rewritten" and "@" in outcome.swizzle
+    gate = int(outcome.swizzle.split("@")[1])
+    assert f"m * n < {gate}ull" in result.new.decode()
+    assert outcome.chosen_by.startswith("predicted over") and "not measured" in outcome.chosen_by
+    assert f"{gate - 1}, {gate} and {gate + 1} tiles" in outcome.proof
+    from swzc.report.rewrite import render_json
+    doc = json.loads(render_json(result, None, False, None))
+    sizes = doc["kernels"][0]["sizes"]
+    assert sizes["predicted"] is True and sizes["gate_tiles"] == gate and sizes["chosen"] == outcome.swizzle
+    assert len(sizes["points"]) >= 3 and sizes["crossovers"][outcome.swizzle.split("@")[0]] == sizes["crossover"]
