@@ -27,9 +27,10 @@ __global__ void open_grid(const float* A, float* C, int n) {
 }
 __global__ void scale(float* x) { x[blockIdx.x * 256 + threadIdx.x] *= 2.0f; }
 __global__ void synced(float* x) { cooperative_groups::this_grid().sync(); x[blockIdx.x] = 0; }
+int pick(int);
 void run(float* A, float* B, float* C, int m) {
   gemm<<<dim3(256, 256), dim3(TILE, TILE)>>>(A, B, C, 4096);
-  open_grid<<<dim3(m, m), dim3(TILE, TILE)>>>(A, C, m);
+  open_grid<<<dim3(pick(m), pick(m)), dim3(TILE, TILE)>>>(A, C, m);
   scale<<<4096, 256>>>(C);
   synced<<<64, 256>>>(C);
 }
@@ -70,6 +71,9 @@ def measured(monkeypatch):
                               1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster", formula)
             self.attempts.append(attempt)
             return attempt
+
+        def close(self):
+            pass
 
         def result(self):
             chosen = self.attempts[-1] if self.attempts and self.kernel.name not in slower else None
@@ -216,3 +220,58 @@ def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_
     assert gemm.status == "rewritten" and gemm.swizzle.startswith("custom:try-2#")  # the fake keeps the last accepted
     assert [t.kernel for t in result.transcripts] == ["gemm"] and len(result.transcripts[0].exchanges) == 2
     assert result.transcripts[0].exchanges[0].verdict.startswith("custom:try-1#") and "rejected" in result.transcripts[0].exchanges[0].verdict
+
+
+# A GEMM sized by the launching function's parameter: ranked over a sweep, measured at several sizes.
+SIZED = b"""\
+__global__ void gemm_rt(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(float* A, float* B, float* C, int n) { gemm_rt<<<dim3(n / 32, n / 8), dim3(32, 8)>>>(A, B, C, n); }
+"""
+
+
+def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orders(monkeypatch):
+    asked = {}
+
+    class SizedBencher:
+        def __init__(self, ctx, sizes, rewrite, hw, spec_file=None, rounds=30, progress=None, flags=()):
+            asked["sizes"] = [(s.size, s.analysis.kernels[s.index].launches[0].grid) for s in sizes]
+            asked["candidates"] = []
+            self.rewrite, self.attempts, self.closed = rewrite, [], False
+            asked["bencher"] = self
+
+        def measure(self, formula, predicted, position=""):
+            asked["candidates"].append(formula.name)
+            asked.setdefault("text", self.rewrite(formula))
+            attempt = Attempt(formula.name, predicted, True, True, 1.2, 1.1, 0.01, 1.0, 0.8, None, None, "measured", 0.1,
+                              "accepted", formula)
+            self.attempts.append(attempt)
+            return attempt
+
+        def close(self):
+            self.closed = True
+
+        def result(self):
+            a = self.attempts[0]
+            return KernelBench("gemm_rt", 1, tuple(self.attempts), a.candidate, "measured at 3 sizes", status="accepted",
+                               formula=a.formula)
+
+    monkeypatch.setattr(pipeline, "SizedBencher", SizedBencher)
+    src = load_bytes("k.cu", SIZED)
+    ctx = FileContext(src)
+    result = rewrite_benchmarked(ctx, analyze(ctx), Options(hw=load_hw("h100"), compile=False, bench=True, max_iterations=3))
+    sizes = [size for size, _ in asked["sizes"]]
+    assert len(sizes) == 3 and sizes == sorted(sizes)
+    assert all(grid == (size // 32, size // 8, 1) for size, grid in asked["sizes"])  # the launch at each size
+    assert asked["candidates"] and all("@" in name for name in asked["candidates"])  # gated at their crossovers
+    gate = int(asked["candidates"][0].split("@")[1])
+    tiles = [(size // 32) * (size // 8) for size in sizes]
+    assert tiles[0] < gate <= tiles[-1]  # the sizes span the first candidate's gate
+    assert asked["bencher"].closed
+    (outcome,) = result.outcomes
+    assert outcome.status == "rewritten" and outcome.swizzle == asked["candidates"][0]

@@ -90,9 +90,10 @@ def test_report_schema():
     result = KernelBench("gemm", 11, (attempt,), "grouped:8", "measured 1.200x faster", 55.8, "ncu", "accepted")
     doc = json.loads(report_json([result], {"file": "g.cu", "device": "GPU"}))
     (kernel,) = doc["kernels"]
-    assert {"kernel", "line", "chosen", "reason", "attempts", "baseline_l2_hit_rate", "status"} <= kernel.keys()
+    assert {"kernel", "line", "chosen", "reason", "attempts", "baseline_l2_hit_rate", "status", "by_size"} <= kernel.keys()
     assert {"candidate", "predicted_l2_hit_rate", "correct", "accepted", "speedup", "lower_bound", "noise",
-            "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds", "status"} == kernel["attempts"][0].keys()
+            "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "reason", "seconds", "status", "size",
+            "upper_bound"} == kernel["attempts"][0].keys()
     assert "| grouped:8 | 93.4 | yes | 1.200 |" in report_markdown([result], {"file": "g.cu", "device": "GPU"})
 
 

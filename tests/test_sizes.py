@@ -214,3 +214,50 @@ def test_rewrite_splices_the_gated_order_and_reports_the_sweep(tmp_path):
     sizes = doc["kernels"][0]["sizes"]
     assert sizes["predicted"] is True and sizes["gate_tiles"] == gate and sizes["chosen"] == outcome.swizzle
     assert len(sizes["points"]) >= 3 and sizes["crossovers"][outcome.swizzle.split("@")[0]] == sizes["crossover"]
+
+
+def _at(size, speedup, status, accepted=False, upper=None):
+    from swzc.verify.bench import Attempt
+    return Attempt("grouped:8@4096", 90.0, True, accepted, speedup, speedup - 0.02, 0.005, 1.0, 1.0 / speedup, None, None,
+                   f"{speedup:.3f}x", 0.0, status, None, size, upper if upper is not None else speedup + 0.02)
+
+
+@pytest.mark.parametrize("speedups, statuses, accepted, said", [
+    ((1.0, 1.08, 1.2), ("not faster", "accepted", "accepted"), True, "faster at the largest size"),
+    ((0.93, 1.08, 1.2), ("slower", "accepted", "accepted"), False, "slower than the original beyond the noise at 1024"),
+    ((1.0, 1.0, 1.005), ("not faster", "not faster", "not faster"), False, "not faster at the largest size"),
+])
+def test_a_candidate_is_accepted_only_if_slower_at_no_size_and_faster_at_the_largest(speedups, statuses, accepted, said):
+    from swzc.verify.bench import _combined
+    mine = [_at(size, s, st, st == "accepted") for size, s, st in zip((1024, 4096, 8192), speedups, statuses)]
+    got = _combined(parse_spec("grouped:8@4096"), 90.0, mine, 3, 1.5)
+    assert got.accepted == accepted and said in got.reason and got.size is None
+    assert got.speedup == speedups[-1] and got.seconds == 1.5
+
+
+def test_a_failed_check_at_any_size_fails_the_candidate():
+    from swzc.verify.bench import Attempt, _combined
+    failed = Attempt.unmeasured(parse_spec("grouped:8"), None, "outputs differ", "at 4096: outputs differ", 0.0)
+    got = _combined(parse_spec("grouped:8"), None, [_at(1024, 1.0, "not faster"), failed], 3, 2.0)
+    assert not got.accepted and got.status == "outputs differ" and "at 4096" in got.reason
+
+
+def test_the_verdict_calls_slower_only_beyond_the_noise():
+    from swzc.verify.accept import judge
+    from swzc.verify.harness import Timing
+    a = tuple(1.0 + 0.001 * (i % 3) for i in range(30))
+    assert judge(Timing(a, tuple(x * 1.10 for x in a), a), True).slower  # 10 % slower
+    assert not judge(Timing(a, tuple(x * 1.003 for x in a), a), True).slower  # inside 1 %
+    assert not judge(Timing(a, tuple(x * 0.9 for x in a), a), True).slower
+
+
+def test_the_size_table_has_a_row_per_size_and_a_column_per_order():
+    from swzc.verify.bench import KernelBench, report_markdown, size_table
+    other = [_at(size, s, st, st == "accepted") for size, s, st in ((1024, 0.95, "slower"), (8192, 1.1, "accepted"))]
+    other = [a.__class__(**{**a.__dict__, "candidate": "colmajor"}) for a in other]
+    rows = [_at(1024, 1.0, "not faster"), _at(8192, 1.2, "accepted", True), *other]
+    result = KernelBench("gemm", 1, (), None, "", by_size=tuple(rows))
+    table = size_table(result)
+    assert table[0] == ["size", "grouped:8@4096", "colmajor"]
+    assert table[1] == ["1024", "1.000x", "0.950x (slower)"] and table[2] == ["8192", "1.200x (faster)", "1.100x (faster)"]
+    assert "| 1024 | 1.000x | 0.950x (slower) |" in report_markdown([result], {})

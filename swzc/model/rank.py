@@ -100,6 +100,7 @@ class SizeSweep:
     chosen: SwizzleSpec | None  # gated at `crossover` (no gate where it pays at every size swept)
     crossover: int | None
     reason: str
+    gated: tuple[SwizzleSpec, ...] = ()  # every order that pays from some size up, gated at its crossover, best first
 
     @property
     def shapes(self) -> tuple[tuple[int, int, int, int], ...]:

@@ -5,8 +5,8 @@ Where no launch in the file fixes a kernel's grid, the analysis names what would
 launching function's parameters, a variable read from argv, ...).  Each is bound to one value `s` (a square
 problem: M = N = K = s), for `s` in `SIZES`, and the file's launch is evaluated again and ranked by the L2
 model as if the file had fixed it (swzc.model.rank).  The sweep begins where the grid fills the GPU
-`MIN_WAVES` times over and ends once the kernel's arrays span `PAST_L2` times the L2, or at `MAX_POINTS`
-sizes.
+`MIN_WAVES` times over and ends once the kernel's arrays span `PAST_L2` times the L2 (after `MIN_POINTS`
+sizes at least), or at `MAX_POINTS` sizes.
 
 An order *pays* at a size when it raises the predicted L2 hit rate by rank.MARGIN_POINTS and moves no more
 bytes from DRAM than the original order.  Its *crossover* is the smallest size swept from which it pays at
@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 
 from swzc.analysis.context import bindings_key
 from swzc.analysis.kernels import analyze
-from swzc.analysis.records import KernelInfo, Launch
+from swzc.analysis.records import FileAnalysis, KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizePoint, SizeSweep, rank
 from swzc.model.residency import Residency
+from swzc.formulas.swizzles import SwizzleSpec
 from swzc.target.hw import HardwareModel
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 SIZES = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 65536)
 MIN_WAVES = 2  # the sweep starts at the first size whose grid fills the GPU this many times over
 PAST_L2 = 8  # and ends at the first size whose arrays span this many times the L2
+MIN_POINTS = 4  # but not before this many sizes (a wide tile's sweep would be two sizes long)
 MAX_POINTS = 10  # or after this many sizes
 
 
@@ -98,7 +100,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             continue
         rows, cols, _ = got.footprint.tiles
         points.append(SizePoint(size, grid, rows * cols, span, got))
-        if span >= PAST_L2 * hw.l2_bytes or len(points) >= MAX_POINTS:
+        if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
     if not points:
         return first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
@@ -106,13 +108,33 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
 
 
 def _kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
-    """The kernel as the file reads with `bound`: its launches evaluated at those sizes (the file's analysis
-    with these bindings is made once: kernels sized by the same names share it)."""
+    at = kernel_at(ctx, kernel, bound)
+    return at[0].kernels[at[1]] if at is not None else None
+
+
+def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> tuple[FileAnalysis, int] | None:
+    """The file's analysis with `bound` (its launches evaluated at those sizes) and the kernel's place in it.
+    Made once per set of bindings: kernels sized by the same names share it."""
     key = bindings_key(bound)
     analysis = ctx.sized.get(key)
     if analysis is None:
         analysis = ctx.sized[key] = analyze(ctx, bound)
-    return next((k for k in analysis.kernels if k.name == kernel.name and k.line == kernel.line), None)
+    return next(((analysis, i) for i, k in enumerate(analysis.kernels) if k.name == kernel.name and k.line == kernel.line), None)
+
+
+def measured_sizes(sweep: SizeSweep, most: int = 3) -> list[int]:
+    """The sizes a GPU measures a swept kernel at: the size below the crossover, the crossover and the largest
+    (where there is no gate: the first, the middle and the largest); all of them where there are no more."""
+    sizes = [pt.size for pt in sweep.points]
+    if len(sizes) <= most:
+        return sizes
+    at = sizes.index(sweep.crossover) if sweep.crossover in sizes else 0
+    picked = {sizes[at - 1], sizes[at], sizes[-1]} if at > 0 else {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
+    for size in reversed(sizes):  # a crossover at the largest size: another below, to span it
+        if len(picked) >= most:
+            break
+        picked.add(size)
+    return sorted(picked)
 
 
 def data_bytes(fp: Footprint) -> int:
@@ -175,21 +197,28 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
                   f"{largest.identity.l2_hit_rate:.1f} % L2 hits and the best, {best.candidate}, {best.l2_hit_rate:.1f} %{tail}")
         sweep = SizeSweep(names, points, tuple(crossing.items()), None, None, reason)
         return replace(largest, chosen=None, reason=reason, sweep=sweep)
-    _, _, _, candidate = max(paying)
+    ranked = [c for _, _, _, c in sorted(paying, reverse=True)]
+    candidate = ranked[0]
     start = crossing[candidate]
     assert start is not None
+    every = tuple(_gated(points, largest.prediction(c), crossing[c]) for c in ranked)
+    gated = every[0]
     at = next(pt for pt in points if pt.size == start)
-    formula = largest.prediction(candidate).formula
-    assert formula is not None
-    gated = formula.gated(at.tiles if start != points[0].size else 0)
     where = (f"from {said} = {start} ({at.tiles:,} tiles) up, the kernel's own order below" if gated.gate
              else f"at every size swept")
     shown = _three(points, start)
     numbers = "; ".join(f"at {pt.size}: DRAM {_mb(pt.ranking.identity)} -> {_mb(pt.prediction(candidate))}, L2 hits "
                         f"{pt.ranking.identity.l2_hit_rate:.1f} % -> {pt.prediction(candidate).l2_hit_rate:.1f} %" for pt in shown)
-    reason = f"predicted over {swept} (not measured): {formula.name} pays {where}; {numbers}"
-    sweep = SizeSweep(names, points, tuple(crossing.items()), gated, start, reason)
+    reason = f"predicted over {swept} (not measured): {gated.ungated.name} pays {where}; {numbers}"
+    sweep = SizeSweep(names, points, tuple(crossing.items()), gated, start, reason, every)
     return replace(largest, chosen=gated, reason=reason, sweep=sweep)
+
+
+def _gated(points: Sequence[SizePoint], prediction: Prediction | None, start: int | None) -> SwizzleSpec:
+    """An order gated at the tile count of the grid at its crossover (no gate where that is the first size)."""
+    assert prediction is not None and isinstance(prediction.formula, SwizzleSpec) and start is not None
+    at = next(pt for pt in points if pt.size == start)
+    return prediction.formula.gated(at.tiles if start != points[0].size else 0)
 
 
 def _three(points: Sequence[SizePoint], start: int) -> list[SizePoint]:

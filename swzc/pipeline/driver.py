@@ -16,7 +16,7 @@ from swzc.target import hw as hwmodels
 from swzc.frontend import source
 from swzc.analysis.kernels import analyze
 from swzc.analysis.records import FileAnalysis, KernelInfo, LaunchFact
-from swzc.verify.bench import Bencher, KernelBench
+from swzc.verify.bench import Bencher, KernelBench, Size, SizedBencher
 from swzc.target.compile import CompileReport, compile_check
 from swzc.analysis.context import FileContext
 from swzc.rewrite.edits import Edit, rewrite
@@ -32,7 +32,7 @@ from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
-from swzc.model.sweep import rank_over_sizes, sized_launch
+from swzc.model.sweep import kernel_at, measured_sizes, rank_over_sizes, sized_launch
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, rank
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -325,8 +325,10 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
     observed: tuple[str, ...] = ()
     if options.program is not None:
         analysis, observed = with_observed_launches(ctx, analysis, options.program)
-    # a sweep's predictions are not what the loop measures: a kernel the run does not size stays unranked here
-    ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=False) if options.swizzle is None else {}
+    # a kernel sized at run time is ranked over a sweep and measured at several of its sizes on the generated
+    # harness; the user's own program runs at the sizes it chooses
+    ranked = (rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=options.program is None)
+              if options.swizzle is None else {})
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -352,9 +354,15 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         def rewrite_one(formula: Formula, index: int = index) -> bytes:
             return rewrite_source(ctx, analysis, replace(options, bench=False, compile=False), RunPlan(only={index: formula})).new
 
+        sweep = ranking.sweep if isinstance(ranking, Ranking) and options.program is None else None
         try:
-            bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
-                              progress=options.progress, program=options.program, flags=_compiler(options)[1])
+            bencher: Bencher | SizedBencher
+            if sweep is not None:
+                bencher = SizedBencher(ctx, _sizes(ctx, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
+                                       options.launch_spec, options.rounds, options.progress, _compiler(options)[1])
+            else:
+                bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
+                                  progress=options.progress, program=options.program, flags=_compiler(options)[1])
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
@@ -367,7 +375,10 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
             detail = a.reason if a.speedup is None else f"measured {a.speedup:.3f}x{profiled}: {a.reason}"
             return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
 
-        history = search(task, proposers, options.max_iterations, measure)
+        try:
+            history = search(task, proposers, options.max_iterations, measure)
+        finally:
+            bencher.close()
         searches.append(KernelSearch(analysis.kernels[index].name, tuple(history)))
         if not bencher.attempts:
             declined[index] = _nothing_to_measure(analysis, index, options.hw, ranking, history)
@@ -386,6 +397,16 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                            RunPlan(only=chosen, declined=declined, notes=notes, ranked=ranked))
     return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes), searches=tuple(searches),
                    transcripts=_transcripts(options, searches))
+
+
+def _sizes(ctx: FileContext, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
+    """The sizes the loop measures a swept kernel at (swzc.model.sweep.measured_sizes), each with the file's analysis there."""
+    sizes = []
+    for size in measured_sizes(sweep):
+        at = kernel_at(ctx, kernel, {**options.bindings, **{name: size for name in sweep.names}})
+        if at is not None:
+            sizes.append(Size(size, *at))
+    return sizes
 
 
 def _proposers(options: Options) -> list[Proposer]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from swzc.core import clean
 from swzc.analysis.records import FileAnalysis, KernelInfo
-from swzc.verify.bench import KernelBench
+from swzc.verify.bench import KernelBench, size_table
 from swzc.core.errors import SwzcError
 from swzc.frontend.evaluate import Value
 from swzc.target.hw import HardwareModel
@@ -409,6 +409,35 @@ def html_report(title: str, sections: Sequence[str]) -> str:
     return clean.text("\n".join(page))
 
 
+def size_plot(bench: KernelBench) -> bytes:
+    """A loop over several sizes as a PNG: each order's measured speedup against the size, the original at 1,
+    the chosen order drawn thick; the same bench gives the same bytes."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"font.size": 10}):
+        fig = Figure(figsize=(6.4, 3.8), dpi=100, layout="constrained")
+        ax = fig.subplots()
+        names = list(dict.fromkeys(a.candidate for a in bench.by_size))
+        for name in names:
+            points = sorted((a.size, a.speedup) for a in bench.by_size if a.candidate == name and a.size and a.speedup)
+            if points:
+                ax.plot(*zip(*points), marker="o", linewidth=2.6 if name == bench.chosen else 1.2,
+                        label=name + (" (accepted)" if name == bench.chosen else ""))
+        ax.axhline(1.0, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        sizes = sorted({a.size for a in bench.by_size if a.size})
+        ax.set_xticks(sizes, [str(size) for size in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("size (every size name bound to it)")
+        ax.set_ylabel("speedup over the original (measured)")
+        ax.set_title(f"{bench.kernel}: measured speedup by size")
+        ax.legend(fontsize=8)
+        out = io.BytesIO()
+        fig.savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
+
+
 def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),
                  bench: KernelBench | None = None) -> str:
     """One kernel: its picture, the model's predictions and the measured attempts."""
@@ -429,15 +458,29 @@ def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Predi
                          f"<td>{p.dram_bytes / 1e6:,.0f} MB</td></tr>")
         parts.append("</table>")
     if bench is not None:
-        parts += [f"<h2>Measured: {e(bench.kernel)} (line {bench.line})</h2>",
-                  "<table><tr><th>candidate</th><th>status</th><th>speedup</th><th>L2 hits</th><th>ms</th></tr>"]
-        for a in bench.attempts:
-            mark = ' class="shown"' if a.candidate == bench.chosen else ""
-            parts.append(f"<tr{mark}><td>{e(a.candidate)}</td><td>{e(a.status)}</td><td>{_number(a.speedup, '{:.3f}x')}</td>"
-                         f"<td>{_number(a.l2_hit_rate, '{:.1f} %')}</td><td>{_number(a.ms, '{:.3f}')}</td></tr>")
-        parts += ["</table>", f"<p>{e(bench.reason)}</p>"]
+        parts += measured_html(bench)
     parts += ["</div>", "</section>"]
     return "\n".join(parts)
+
+
+def measured_html(bench: KernelBench) -> list[str]:
+    """A kernel's measured attempts as HTML; measured at several sizes, the size x order table and its plot."""
+    e = html.escape
+    parts = [f"<h2>Measured: {e(bench.kernel)} (line {bench.line})</h2>",
+             "<table><tr><th>candidate</th><th>status</th><th>speedup</th><th>L2 hits</th><th>ms</th></tr>"]
+    for a in bench.attempts:
+        mark = ' class="shown"' if a.candidate == bench.chosen else ""
+        parts.append(f"<tr{mark}><td>{e(a.candidate)}</td><td>{e(a.status)}</td><td>{_number(a.speedup, '{:.3f}x')}</td>"
+                     f"<td>{_number(a.l2_hit_rate, '{:.1f} %')}</td><td>{_number(a.ms, '{:.3f}')}</td></tr>")
+    parts += ["</table>", f"<p>{e(bench.reason)}</p>"]
+    if bench.by_size:
+        cells = lambda row, tag: "".join(f"<{tag}>{e(cell)}</{tag}>" for cell in row)  # noqa: E731
+        table = size_table(bench)
+        plot = base64.b64encode(size_plot(bench)).decode("ascii")
+        parts += ["<h2>Measured by size</h2>", "<table><tr>" + cells(table[0], "th") + "</tr>"
+                  + "".join("<tr>" + cells(row, "td") + "</tr>" for row in table[1:]) + "</table>",
+                  f'<img alt="speedup by size" src="data:image/png;base64,{plot}">']
+    return parts
 
 
 def _number(value: float | None, fmt: str) -> str:

@@ -17,7 +17,7 @@ from swzc.core.errors import ExitCode
 from swzc.pipeline.driver import KernelOutcome, RewriteResult
 from swzc.report.run_report import searches_json
 from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
-from swzc.verify.bench import PROFILERS, report_json
+from swzc.verify.bench import PROFILERS, report_json, size_table
 
 
 def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False) -> str:
@@ -54,6 +54,11 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
+        if b.by_size:  # measured at several sizes: the speedup of each order at each
+            table = size_table(b)
+            widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+            lines.append("      measured speedup by size:")
+            lines += ["        " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in table]
     for search in result.searches:
         if not verbose and not any(t.proposer == "llm" for t in search.history):
             continue

@@ -82,7 +82,9 @@ def report_page(file: str, result: RewriteResult, options: Options) -> str:
             drawn = picture.kernel_picture(ctx, analysis, options.hw, options.bindings, bench.kernel, formulas[shown])  # type: ignore[arg-type]
             image = picture.render(drawn.picture, "png")
         except SwzcError as exc:
-            sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p></section>")
+            measured = "\n".join(picture.measured_html(bench)) if bench.by_size else ""
+            sections.append(f"<section><h1>{html.escape(bench.kernel)}</h1><p>not drawn: {html.escape(exc.message)}</p>"
+                            f"{measured}</section>")
             continue
         predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
         sections.append(picture.html_section(image, "png", drawn.picture.title, predictions,

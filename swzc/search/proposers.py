@@ -54,6 +54,9 @@ class KernelTask:
 
     @property
     def shapes(self) -> tuple[Shape, ...] | None:
+        """The grids a candidate is proven on: the launches', or the grids a sweep of sizes ranked."""
+        if self.kernel.shapes is None and isinstance(self.ranking, Ranking) and self.ranking.sweep is not None:
+            return self.ranking.sweep.shapes
         return self.kernel.shapes
 
 
@@ -103,6 +106,9 @@ class BuiltinProposer:
 
     def candidates(self, task: KernelTask) -> list[tuple[SwizzleSpec, float | None]]:
         ranking = task.ranking
+        if isinstance(ranking, Ranking) and ranking.sweep is not None:  # each order that pays from some size up, gated
+            return [(spec, known.l2_hit_rate) for spec in ranking.sweep.gated
+                    if (known := ranking.prediction(spec.ungated.name)) is not None]
         if isinstance(ranking, Ranking):
             if ranking.chosen is None:
                 explore = next((p for p in ranking.predictions if p.formula == EXPLORE), None)
@@ -167,7 +173,10 @@ def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
     ranking = task.ranking
     if not isinstance(ranking, Ranking):
         return None, f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
-    known = next((p for p in ranking.predictions if p.formula == formula), None)
+    gated = isinstance(formula, SwizzleSpec) and formula.gate
+    known = next((p for p in ranking.predictions if p.formula == (formula.ungated if gated else formula)), None)  # type: ignore[union-attr]
+    if known is None and gated:
+        return None, f"proven; the L2 model did not rank {formula.name} over the sizes swept"
     if known is None:
         # with the residency the family was ranked with, so that the numbers compare
         got = rank(task.ctx, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
@@ -175,8 +184,9 @@ def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
             return None, f"proven; the L2 model cannot rank it ({got})"
         known = next(p for p in got.predictions if p.formula == formula)
     base = ranking.identity
+    at = f" at the largest size swept ({ranking.sweep.points[-1].size})" if ranking.sweep is not None else ""
     return known.l2_hit_rate, (f"proven; predicted {known.l2_hit_rate:.1f} % L2 hits and {known.dram_bytes / 1e6:,.0f} MB "
-                               f"from DRAM (identity {base.l2_hit_rate:.1f} %, {base.dram_bytes / 1e6:,.0f} MB)")
+                               f"from DRAM{at} (identity {base.l2_hit_rate:.1f} %, {base.dram_bytes / 1e6:,.0f} MB)")
 
 
 Measure = Callable[[Formula, float | None, str], Tried]

@@ -33,6 +33,7 @@ from swzc.core.errors import SwzcError
 from swzc.core.inputs import TOOL_OUTPUT_BYTES, read_regular
 from swzc.verify.harness import (
     Build,
+    Builder,
     HarnessResult,
     build,
     gpu_vendor,
@@ -56,7 +57,7 @@ PROFILE_TIMEOUT_S = 600
 REASON_LINES = 6  # lines of a failed check's output kept in a kernel's reason
 
 
-ATTEMPT_STATUSES = ("accepted", "not faster", "outputs differ", "check failed")
+ATTEMPT_STATUSES = ("accepted", "not faster", "slower", "outputs differ", "check failed")  # "slower": at one size of several
 KERNEL_STATUSES = ("accepted", "not faster", "check failed")
 
 
@@ -77,6 +78,8 @@ class Attempt:
     seconds: float
     status: str = "not faster"  # one of ATTEMPT_STATUSES: "outputs differ" ran and disagreed, "check failed" did not run through
     formula: Formula | None = field(default=None, compare=False)  # the order measured; `candidate` is its name
+    size: int | None = None  # the size it ran at, in a loop over several (SizedBencher); None: the file's one launch
+    upper_bound: float | None = None  # bootstrap 95th percentile of the speedup
 
     @classmethod
     def unmeasured(cls, formula: Formula, predicted: float | None, status: str, reason: str, seconds: float) -> Attempt:
@@ -95,6 +98,7 @@ class KernelBench:
     profiler: str = ""  # the profiler used, or why there was none
     status: str = "not faster"  # one of KERNEL_STATUSES
     formula: Formula | None = field(default=None, compare=False)  # the chosen order; `chosen` is its name
+    by_size: tuple[Attempt, ...] = ()  # in a loop over several sizes: each candidate at each size (the size x order table)
 
 
 def profiler_note(toolchain: str) -> str:
@@ -258,6 +262,125 @@ class Bencher:
         return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
                            self.baseline_hit, self.profiler, status, chosen and chosen.formula)
 
+    def close(self) -> None:
+        """Nothing outlives an attempt here: each builds in its own folder."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """One size a loop over several measures a kernel at: the value its size names were bound to, and the file's
+    analysis there (its launches evaluated at that size: swzc.model.sweep)."""
+
+    size: int
+    analysis: FileAnalysis
+    index: int  # the kernel's place in `analysis`
+
+
+class SizedBencher:
+    """The acceptance loop of a kernel whose sizes are set at run time, over several sizes (smallest first).  Each
+    candidate is built once and checked and timed at every size, on the harness of that size's launch; the
+    original and the harnesses are built once for every candidate.  A candidate is accepted only where it is
+    correct at every size, slower beyond the noise at none (swzc.verify.accept.Verdict.slower) and faster beyond
+    it at the largest; the profiler runs at the largest size only.  The same interface as `Bencher`."""
+
+    def __init__(self, ctx: FileContext, sizes: list[Size], rewrite: Callable[[Formula], bytes], hw: HardwareModel,
+                 spec_file: str | None = None, rounds: int = 30, progress: Callable[[str], None] | None = None,
+                 flags: tuple[str, ...] = ()) -> None:
+        if not sizes:
+            raise SwzcError("no size to measure at")
+        src = ctx.src
+        self.src, self.rewrite, self.hw, self.rounds, self.progress, self.sizes = src, rewrite, hw, rounds, progress, sizes
+        self.kernel = sizes[-1].analysis.kernels[sizes[-1].index]
+        spec = load_spec(spec_file, self.kernel.name)
+        self.plans = [plan_launch(ctx, s.analysis.kernels[s.index], spec) for s in sizes]
+        self.toolchain = toolchain_for(src.dialect, gpu_vendor())
+        arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
+        self.profiler = profiler_note(self.toolchain)
+        self._folder = tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True)
+        self.builder = Builder(src.path, self.plans[-1].kernel, arch, str(Path(src.path).resolve().parent),
+                               Path(self._folder.name), src.dialect, self.toolchain, flags)
+        self._shared: tuple[Path, list[Path]] | None = None  # the original's library and a harness per size
+        self.attempts: list[Attempt] = []
+        self.by_size: list[Attempt] = []
+        self.baseline_hit: float | None = None
+        self._built = 0
+
+    def close(self) -> None:
+        self._folder.cleanup()
+
+    def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
+        """Build one candidate, then check and time it at every size; the combined attempt is also kept for `result`."""
+        name = formula.name
+        if self.progress:
+            self.progress(f"{self.kernel.name}: {name}" + (f" ({position})" if position else "") +
+                          f" at {len(self.sizes)} sizes")
+        start = time.perf_counter()
+        self._built += 1
+        try:
+            jobs = [self.builder.variant(f"b{self._built}", self.rewrite(formula))]
+            if self._shared is None:
+                jobs += [self.builder.variant("a", self.src.data),
+                         *(self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
+            built = self.builder.compile(jobs)
+            if self._shared is None:
+                self._shared = (built[1], built[2:])
+        except SwzcError as exc:
+            attempt = Attempt.unmeasured(formula, predicted, "check failed", exc.message, time.perf_counter() - start)
+            self.attempts.append(attempt)
+            return attempt
+        candidate, (original, harnesses) = built[0], self._shared
+        mine: list[Attempt] = []
+        for size, harness in zip(self.sizes, harnesses):
+            run = Build(Path(self._folder.name), harness, original, candidate, self.toolchain, self.plans[0].kernel.partition("<")[0])
+            try:
+                result = run_harness(run, self.rounds)
+            except SwzcError as exc:
+                result = HarnessResult(False, exc.message, None, failed=True)
+            if result.failed or result.timing is None:
+                status = "check failed" if result.failed or result.correct else "outputs differ"
+                why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+                mine.append(replace(Attempt.unmeasured(formula, predicted, status, f"at {size.size}: {why}", 0.0), size=size.size))
+                break
+            verdict = judge(result.timing, True)
+            hit = dram = None
+            if size is self.sizes[-1]:
+                if self.baseline_hit is None:
+                    self.baseline_hit, _ = profile(run, "a")
+                hit, dram = profile(run, "b")
+            status = "accepted" if verdict.accepted else "slower" if verdict.slower else "not faster"
+            mine.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                                verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason, 0.0, status, formula,
+                                size.size, verdict.upper))
+        self.by_size += mine
+        attempt = _combined(formula, predicted, mine, len(self.sizes), time.perf_counter() - start)
+        self.attempts.append(attempt)
+        return attempt
+
+    def result(self) -> KernelBench:
+        status, chosen, reason = conclude(self.attempts)
+        return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
+                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
+
+
+def _combined(formula: Formula, predicted: float | None, mine: list[Attempt], sizes: int, seconds: float) -> Attempt:
+    """One candidate's attempts at every size as one: failed where any failed; accepted only where it is slower
+    at no size and faster at the largest; its numbers are the largest size's."""
+    failed = next((a for a in mine if a.speedup is None), None)
+    if failed is not None:
+        return replace(failed, size=None, seconds=seconds)
+    said = ", ".join(f"{a.speedup:.3f}x at {a.size}" for a in mine)
+    largest = mine[-1]
+    slower = [a for a in mine if a.status == "slower"]
+    if slower:
+        accepted, why = False, (f"slower than the original beyond the noise at {', '.join(str(a.size) for a in slower)} "
+                                f"({said})")
+    elif largest.accepted:
+        accepted, why = True, f"{said}: faster at the largest size ({largest.reason}) and slower at none"
+    else:
+        accepted, why = False, f"not faster at the largest size ({said}; {largest.reason})"
+    return replace(largest, accepted=accepted, reason=why, seconds=seconds, size=None,
+                   status="accepted" if accepted else "not faster")
+
 
 def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: Callable[[Formula], bytes],
                  candidates: list[tuple[Formula, float | None]], hw: HardwareModel, spec_file: str | None = None,
@@ -292,13 +415,32 @@ def conclude(attempts: list[Attempt]) -> tuple[str, Attempt | None, str]:
 
 
 def report_json(results: list[KernelBench], meta: dict) -> str:
-    return json.dumps({**meta, "kernels": [{**_record(replace(r, attempts=())), "attempts": [_record(a) for a in r.attempts]}
-                                           for r in results]}, indent=2)
+    return json.dumps({**meta, "kernels": [{**_record(replace(r, attempts=(), by_size=())), "attempts": [_record(a) for a in r.attempts],
+                                            "by_size": [_record(a) for a in r.by_size]} for r in results]}, indent=2)
 
 
 def _record(measured: Attempt | KernelBench) -> dict:
     """A record as JSON: the order by its name (`candidate`, `chosen`), not its steps."""
-    return {k: v for k, v in asdict(measured).items() if k != "formula"}
+    return {k: v for k, v in asdict(measured).items() if k not in ("formula", "attempts", "by_size")}
+
+
+def size_table(result: KernelBench) -> list[list[str]]:
+    """The size x order table of a loop over several sizes: a row per size, a column per candidate, each cell
+    the measured speedup (marked where slower beyond the noise, or faster beyond it)."""
+    sizes = sorted({a.size for a in result.by_size if a.size is not None})
+    names = list(dict.fromkeys(a.candidate for a in result.by_size))
+    cells = {(a.size, a.candidate): a for a in result.by_size}
+    rows = [["size", *names]]
+    for size in sizes:
+        row = [str(size)]
+        for name in names:
+            a = cells.get((size, name))
+            if a is None or a.speedup is None:
+                row.append("–" if a is None else a.status)
+            else:
+                row.append(f"{a.speedup:.3f}x" + (" (faster)" if a.accepted else " (slower)" if a.status == "slower" else ""))
+        rows.append(row)
+    return rows
 
 
 def report_markdown(results: list[KernelBench], meta: dict) -> str:
@@ -308,6 +450,10 @@ def report_markdown(results: list[KernelBench], meta: dict) -> str:
                   f"Profiler: {r.profiler or '–'}", "",
                   "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | measured L2 % | DRAM read MB | verdict |",
                   "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        if r.by_size:
+            table = size_table(r)
+            lines += ["Measured speedup over the original, by size:", "", "| " + " | ".join(table[0]) + " |",
+                      "|" + "---|" * len(table[0]), *("| " + " | ".join(row) + " |" for row in table[1:]), ""]
         for a in r.attempts:
             def f(v: float | None, fmt: str) -> str:
                 return format(v, fmt) if v is not None else "–"

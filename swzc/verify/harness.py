@@ -477,36 +477,58 @@ def build(name: str, original: bytes, rewritten: bytes, plan: LaunchPlan, arch: 
     owns it and removes it); raise with the command on a compile error.  `arch` is nvcc's -arch (sm_90) or
     hipcc's --offload-arch (gfx942); `flags` are the build's own include folders and defines (and the user's
     compile flags), the ones the analysis and the compile check used."""
-    if not shutil.which(toolchain):
-        raise SwzcError(f"the benchmark needs {toolchain} on PATH", ExitCode.CHECK_FAILED)
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    code = launcher(plan.kernel, dialect).encode()
-    stem = Path(name).stem
-    suffix = ".hip" if toolchain == "hipcc" else ".cu"
-    if toolchain == "hipcc":
-        compiler = ["hipcc", f"--offload-arch={arch}", "-std=c++17"]
-        shared = ["-fPIC", "-shared"]
-    else:
-        compiler = ["nvcc", f"-arch={arch}", "-std=c++17"]
-        shared = ["-Xcompiler", "-fPIC", "-shared"]
-        if dialect == "hip":  # HIP on an NVIDIA GPU: through the compatibility header
-            compiler += ["-I", str(resources.files("swzc.compat"))]
-    jobs = []
-    for tag, data in (("a", original), ("b", rewritten)):
-        path = out / f"{stem}.{tag}{suffix}"
-        path.write_bytes(data + code)
-        lib = out / f"{stem}.{tag}.so"
-        jobs.append([*compiler, "-O3", *shared, "-Dmain=swzc_user_main", "-I", include_dir, *flags, "-o", str(lib), str(path)])
-    harness = out / f"{stem}.harness{suffix}"
-    harness.write_text(harness_source(plan, flush_bytes, dialect))
-    binary = out / f"{stem}.harness"
-    jobs.append([*compiler, "-O2", "-I", native_dir(), "-o", str(binary), str(harness), "-ldl"])
-    for done in processes.run_all(jobs, BUILD_TIMEOUT_S):
-        if not done.ok:
-            raise SwzcError(f"benchmark build failed ({done.status()}): {done.command}\n{done.stderr.strip()[:2000]}",
-                            ExitCode.CHECK_FAILED)
-    return Build(out, binary, out / f"{stem}.a.so", out / f"{stem}.b.so", toolchain, plan.kernel.partition("<")[0])
+    builder = Builder(name, plan.kernel, arch, include_dir, Path(folder), dialect, toolchain, flags)
+    a, b, harness = builder.compile([builder.variant("a", original), builder.variant("b", rewritten),
+                                     builder.harness("", plan, flush_bytes)])
+    return Build(builder.folder, harness, a, b, toolchain, plan.kernel.partition("<")[0])
+
+
+class Builder:
+    """The compiles of one kernel's benchmark into one folder (the caller owns it): each variant of the file
+    as a shared library, and harness programs, each a plan's launch.  The variants do not depend on the
+    launch, nor the harness on the variant: a loop over several sizes builds the original once, each
+    candidate once and a harness per size (swzc.verify.bench)."""
+
+    def __init__(self, name: str, kernel: str, arch: str, include_dir: str, folder: Path, dialect: str = "cuda",
+                 toolchain: str = "nvcc", flags: tuple[str, ...] = ()) -> None:
+        if not shutil.which(toolchain):
+            raise SwzcError(f"the benchmark needs {toolchain} on PATH", ExitCode.CHECK_FAILED)
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.stem, self.kernel, self.dialect, self.toolchain = Path(name).stem, kernel, dialect, toolchain
+        self.include_dir, self.flags = include_dir, flags
+        self.suffix = ".hip" if toolchain == "hipcc" else ".cu"
+        if toolchain == "hipcc":
+            self.compiler = ["hipcc", f"--offload-arch={arch}", "-std=c++17"]
+            self.shared = ["-fPIC", "-shared"]
+        else:
+            self.compiler = ["nvcc", f"-arch={arch}", "-std=c++17"]
+            self.shared = ["-Xcompiler", "-fPIC", "-shared"]
+            if dialect == "hip":  # HIP on an NVIDIA GPU: through the compatibility header
+                self.compiler += ["-I", str(resources.files("swzc.compat"))]
+
+    def variant(self, tag: str, data: bytes) -> tuple[list[str], Path]:
+        """The command that compiles one variant of the file (with the launcher the harness calls), and its library."""
+        path = self.folder / f"{self.stem}.{tag}{self.suffix}"
+        path.write_bytes(data + launcher(self.kernel, self.dialect).encode())
+        lib = self.folder / f"{self.stem}.{tag}.so"
+        return [*self.compiler, "-O3", *self.shared, "-Dmain=swzc_user_main", "-I", self.include_dir, *self.flags,
+                "-o", str(lib), str(path)], lib
+
+    def harness(self, tag: str, plan: LaunchPlan, flush_bytes: int) -> tuple[list[str], Path]:
+        """The command that compiles the harness of one launch, and its program."""
+        source = self.folder / f"{self.stem}.harness{tag}{self.suffix}"
+        source.write_text(harness_source(plan, flush_bytes, self.dialect))
+        binary = self.folder / f"{self.stem}.harness{tag}"
+        return [*self.compiler, "-O2", "-I", native_dir(), "-o", str(binary), str(source), "-ldl"], binary
+
+    def compile(self, jobs: list[tuple[list[str], Path]]) -> list[Path]:
+        """Run the compiles at once; raise with the command on the first that fails."""
+        for done in processes.run_all([command for command, _ in jobs], BUILD_TIMEOUT_S):
+            if not done.ok:
+                raise SwzcError(f"benchmark build failed ({done.status()}): {done.command}\n{done.stderr.strip()[:2000]}",
+                                ExitCode.CHECK_FAILED)
+        return [out for _, out in jobs]
 
 
 def run_harness(built: Build, rounds: int = 30, timeout: int = RUN_TIMEOUT_S) -> HarnessResult:

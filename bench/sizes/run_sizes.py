@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Kernels sized at run time, measured at several sizes: what the sweep predicts, what the acceptance loop
+accepts, and every order measured at every size swept (the oracle).
+
+    python3 bench/sizes/run_sizes.py --out DIR [--kernels a,b] [--rounds 10] [--hw h100] [--oracle-sizes all|loop]
+
+For each kernel below, a runtime-sized variant is written to DIR/src (the suite's programs with their size
+`#define`s turned into variables that `main` reads from argv; bench/sizes/kernels holds programs written
+that way), then:
+
+1. the sweep (swzc.model.sweep): the sizes, each order's predicted crossover, the gated choice;
+2. the acceptance loop, `swzc rewrite --bench` as a user runs it (the wall time is recorded): the accepted
+   order and its measured speedup at each size it measured;
+3. the oracle: the chosen order ungated, the model's best three at the largest size and three orders of the
+   family, each measured at every size of the sweep (or the loop's sizes) on the same harness.
+
+From these: whether the accepted rewrite is slower than the original beyond the noise at any size; its gain
+at the largest size against the best order's there; the predicted crossover of the accepted order against
+the measured one (the smallest size from which it is faster beyond the noise at every larger size
+measured).  Writes DIR/sizes.json and DIR/sizes.md and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+from swzc.analysis.context import FileContext
+from swzc.analysis.kernels import analyze
+from swzc.formulas.swizzles import SwizzleSpec, parse_spec
+from swzc.frontend import source
+from swzc.model.rank import Ranking
+from swzc.model.sweep import kernel_at, measured_sizes
+from swzc.pipeline.driver import Options, RunPlan, rank_kernels, rewrite_file, rewrite_source
+from swzc.target.hw import load as load_hw
+from swzc.verify.bench import Size, SizedBencher
+from swzc.verify.harness import gpu_name
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "bench" / "suite" / "kernels"
+OWN = Path(__file__).resolve().parent / "kernels"
+FAMILY = ("grouped:8", "colmajor", "hilbert:8")
+
+# file -> (the size names its #defines give, the kernel's signature and launches rewritten to take them, or None)
+KERNELS = {
+    "gemm_naive": (SUITE / "gemm_naive.cu", ("N",), None),
+    "gemm_tiled": (SUITE / "gemm_tiled.cu", ("N",), None),
+    "gemm_bf16_wmma": (SUITE / "gemm_bf16_wmma.cu", ("M", "N", "K"), "gemm_bf16_wmma"),
+    "transpose": (SUITE / "transpose.cu", ("N",), None),
+    "gemm_rt": (OWN / "gemm_rt.cu", (), None),
+}
+
+
+def runtime_variant(text: str, names: tuple[str, ...], kernel: str | None) -> str:
+    """The program with each size `#define NAME value` turned into a variable `main` sets from argv[1]; with
+    `kernel`, that kernel takes the sizes as parameters (its body used the macros) and its launches pass them."""
+    for name in names:
+        text, count = re.subn(rf"^#define {name} (\d+)\s*$", rf"static int {name} = \1;", text, flags=re.M)
+        assert count == 1, f"no #define {name}"
+    sets = "".join(f"  if (argc > 1) {name} = atoi(argv[1]);\n" for name in names)
+    text, count = re.subn(r"^int main\(\) \{\n", "int main(int argc, char** argv) {\n" + sets, text, flags=re.M)
+    assert count == 1 or not names, "no `int main() {`"
+    if kernel is not None:
+        params = "".join(f", int {name}" for name in names)
+        text, count = re.subn(rf"(__global__ void {kernel}\([^)]*)\)", rf"\1{params})", text)
+        assert count == 1
+        text = re.sub(rf"({kernel}<<<[^;]*?\(([^;]*?))\);", lambda m: m.group(1) + ", " + ", ".join(names) + ");", text)
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--kernels", default="")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--hw", default="")
+    parser.add_argument("--oracle-sizes", choices=("all", "loop"), default="all")
+    parser.add_argument("--no-loop", action="store_true", help="skip the acceptance loop (the oracle only)")
+    args = parser.parse_args()
+    out = Path(args.out)
+    (out / "src").mkdir(parents=True, exist_ok=True)
+    device = gpu_name()
+    hw = load_hw(args.hw or ("h100" if "H100" in device else "h200"))
+    chosen = [k for k in KERNELS if not args.kernels or k in args.kernels.split(",")]
+    records = []
+    for name in chosen:
+        path, names, kernel = KERNELS[name]
+        target = out / "src" / path.name
+        target.write_text(runtime_variant(path.read_text(), names, kernel))
+        records.append(measure(target, hw, args))
+        (out / "sizes.json").write_text(json.dumps({"device": device, "hw": hw.name, "rounds": args.rounds,
+                                                    "command": " ".join(sys.argv), "kernels": records}, indent=2))
+    text = markdown(records, device, hw.name, " ".join(sys.argv))
+    (out / "sizes.md").write_text(text)
+    print(text)
+
+
+def measure(path: Path, hw, args) -> dict:
+    src = source.load(str(path))
+    ctx = FileContext(src)
+    analysis = analyze(ctx)
+    ranked = rank_kernels(ctx, analysis, hw, {}, compiler=True)
+    index, ranking = next(((i, r) for i, r in ranked.items() if isinstance(r, Ranking) and r.sweep is not None), (None, None))
+    record: dict = {"file": path.name}
+    if ranking is None:
+        record["note"] = "no kernel ranked over sizes: " + "; ".join(str(r) for r in ranked.values())
+        return record
+    sweep = ranking.sweep
+    kernel = analysis.kernels[index]
+    record.update(kernel=kernel.name, names=list(sweep.names), chosen=sweep.chosen and sweep.chosen.name,
+                  predicted_crossover=sweep.crossover, reason=sweep.reason,
+                  predicted={pt.size: {"grid": list(pt.grid), "data_bytes": pt.data_bytes,
+                                       "identity": pt.ranking.identity.l2_hit_rate,
+                                       **{p.candidate: p.l2_hit_rate for p in pt.ranking.predictions[:8]}} for pt in sweep.points},
+                  crossovers={k: v for k, v in sweep.crossovers})
+    if not args.no_loop:
+        started = time.perf_counter()
+        result = rewrite_file(str(path), Options(hw=hw, bench=True, rounds=args.rounds, compile=True))
+        record["loop_seconds"] = round(time.perf_counter() - started, 1)
+        bench = next((b for b in result.bench if b.kernel == kernel.name), None)
+        outcome = next(o for o in result.outcomes if o.name == kernel.name)
+        record["loop"] = {"status": outcome.status, "swizzle": outcome.swizzle, "reason": outcome.chosen_by or outcome.reason,
+                          "attempts": [{"candidate": a.candidate, "accepted": a.accepted, "speedup": a.speedup, "reason": a.reason,
+                                        "seconds": a.seconds} for a in (bench.attempts if bench else ())],
+                          "by_size": [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound,
+                                       "upper": a.upper_bound, "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms}
+                                      for a in (bench.by_size if bench else ())]}
+    sizes = [pt.size for pt in sweep.points] if args.oracle_sizes == "all" else measured_sizes(sweep)
+    orders: list[SwizzleSpec] = []
+    if sweep.chosen is not None:
+        orders.append(sweep.chosen.ungated)
+    orders += [p.formula for p in ranking.predictions[:3] if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
+    orders += [parse_spec(f) for f in FAMILY]
+    orders = list(dict.fromkeys(orders))
+    at = [Size(size, *kernel_at(ctx, kernel, {n: size for n in sweep.names})) for size in sizes]
+
+    def rewrite_one(formula, index: int = index) -> bytes:
+        return rewrite_source(ctx, analysis, Options(hw=hw, compile=False), RunPlan(only={index: formula})).new
+
+    started = time.perf_counter()
+    bencher = SizedBencher(ctx, at, rewrite_one, hw, rounds=args.rounds)
+    try:
+        for formula in orders:
+            bencher.measure(formula, None)
+    finally:
+        bencher.close()
+    record["oracle_seconds"] = round(time.perf_counter() - started, 1)
+    record["oracle"] = [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound,
+                         "upper": a.upper_bound, "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms}
+                        for a in bencher.by_size]
+    record["verdicts"] = verdicts(record, hw)
+    return record
+
+
+def measured_crossover(rows: list[dict], candidate: str) -> int | None:
+    """The smallest size from which `candidate` is faster beyond the noise at every larger size measured."""
+    mine = sorted((r["size"], r["status"] == "accepted") for r in rows if r["candidate"] == candidate)
+    start = None
+    for size, faster in reversed(mine):
+        if not faster:
+            break
+        start = size
+    return start
+
+
+def verdicts(record: dict, hw) -> dict:
+    rows = record["oracle"]
+    largest = max(r["size"] for r in rows)
+    at_largest = [r for r in rows if r["size"] == largest and r["speedup"]]
+    best = max(at_largest, key=lambda r: r["speedup"], default=None)
+    loop = record.get("loop", {})
+    accepted = loop.get("swizzle") if loop.get("status") == "rewritten" else None
+    mine = [r for r in loop.get("by_size", []) if r["candidate"] == accepted]
+    plain = accepted.split("@")[0] if accepted else record.get("chosen", "") and record["chosen"].split("@")[0]
+    found = measured_crossover(rows, plain) if plain else None
+    gain = next((r["speedup"] for r in mine if r["size"] == max(x["size"] for x in mine)), None) if mine else None
+    return {
+        "accepted": accepted,
+        "slower_at": [r["size"] for r in mine if r["status"] == "slower"],
+        "accepted_speedups": {r["size"]: r["speedup"] for r in mine},
+        "best_at_largest": best and {"candidate": best["candidate"], "speedup": best["speedup"], "size": largest},
+        "share_of_best_gain": (None if not (gain and best and best["speedup"] > 1) else round((gain - 1) / (best["speedup"] - 1), 3)),
+        "predicted_crossover": record.get("predicted_crossover"),
+        "measured_crossover": found,
+        "crossover_ratio": (None if not (found and record.get("predicted_crossover"))
+                            else round(max(found, record["predicted_crossover"]) / min(found, record["predicted_crossover"]), 2)),
+        "l2_bytes": hw.l2_bytes,
+    }
+
+
+def markdown(records: list[dict], device: str, hw: str, command: str) -> str:
+    lines = [f"# Kernels sized at run time, measured at several sizes ({device}, model {hw})", "",
+             f"Command: `{command}`", ""]
+    for r in records:
+        lines += [f"## {r['file']}: {r.get('kernel', '')}", ""]
+        if "note" in r:
+            lines += [r["note"], ""]
+            continue
+        lines += [f"Swept: {' = '.join(r['names'])}; predicted: {r['reason']}", ""]
+        if "loop" in r:
+            lines += [f"Loop (`swzc rewrite --bench`, {r['loop_seconds']} s): {r['loop']['status']}"
+                      f"{' with ' + r['loop']['swizzle'] if r['loop']['swizzle'] else ''}: {r['loop']['reason']}", ""]
+        sizes = sorted({x["size"] for x in r["oracle"]})
+        names = list(dict.fromkeys(x["candidate"] for x in r["oracle"]))
+        cell = {(x["size"], x["candidate"]): x for x in r["oracle"]}
+        lines += ["| size | data / L2 | " + " | ".join(names) + " |", "|---:|---:|" + "---:|" * len(names)]
+        for size in sizes:
+            data = r["predicted"].get(size, r["predicted"].get(str(size), {})).get("data_bytes")
+            ratio = f"{data / r['verdicts']['l2_bytes']:.1f}" if data else "?"
+            row = []
+            for n in names:
+                x = cell.get((size, n))
+                row.append("–" if x is None or x["speedup"] is None else f"{x['speedup']:.3f}" + (
+                    " +" if x["status"] == "accepted" else " −" if x["status"] == "slower" else ""))
+            lines.append(f"| {size} | {ratio} | " + " | ".join(row) + " |")
+        v = r["verdicts"]
+        lines += ["", "(+ faster beyond the noise, − slower beyond it; speedup over the original, median of the rounds)", "",
+                  f"- accepted: {v['accepted']}; measured {v['accepted_speedups']}; slower at: {v['slower_at'] or 'none'}",
+                  f"- best at the largest size: {v['best_at_largest']}; share of its gain: {v['share_of_best_gain']}",
+                  f"- crossover: predicted {v['predicted_crossover']}, measured {v['measured_crossover']} (ratio {v['crossover_ratio']})",
+                  f"- oracle {r['oracle_seconds']} s", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
