@@ -70,8 +70,11 @@ def _ctx(tmp_path, text: str, name: str = "k.cu") -> tuple[FileContext, object]:
     # a struct's field, named whole
     ("struct P { int n; };\nvoid run(P p) {\n  k<<<dim3(p.n / 16, p.n / 16), dim3(16, 16)>>>(0, 0, p.n, p.n, p.n);\n}",
      ("p.n",)),
-    # a block set at run time: nothing to sweep
-    ("void run(int n, int b) {\n  k<<<dim3(n / b, n / b), dim3(b, b)>>>(0, 0, n, n, n);\n}", ()),
+    # a block set at run time: its names are not sizes (Launch.block_sizes holds them)
+    ("void run(int n, int b) {\n  k<<<dim3(n / b, n / b), dim3(b, b)>>>(0, 0, n, n, n);\n}", ("n",)),
+    # a dim3 nothing fixes: named by its fields
+    ("void run(dim3 dims) {\n  k<<<dim3(dims.x / 16, dims.y / 16), dim3(16, 16)>>>(0, 0, 64, dims.x, 64);\n}",
+     ("dims.x", "dims.y")),
     # a grid the file fixes: only the unknown integer argument
     ("void run(int K) {\n  k<<<dim3(64, 64), dim3(16, 16)>>>(0, 0, 1024, 1024, K);\n}", ("K",)),
 ])
@@ -261,3 +264,31 @@ def test_the_size_table_has_a_row_per_size_and_a_column_per_order():
     assert table[0] == ["size", "grouped:8@4096", "colmajor"]
     assert table[1] == ["1024", "1.000x", "0.950x (slower)"] and table[2] == ["8192", "1.200x (faster)", "1.100x (faster)"]
     assert "| 1024 | 1.000x | 0.950x (slower) |" in report_markdown([result], {})
+
+
+def test_a_block_set_at_run_time_is_given_a_stated_value(tmp_path):
+    text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
+                                "void run(const float* A, const float* B, float* C, int M, int N, int K, int bs) {")
+    text = text.replace("dim3 block(32, 8);", "dim3 block(bs, bs);").replace("(N + 31) / 32, (M + 7) / 8", "N / bs, M / bs")
+    ctx, analysis = _ctx(tmp_path, text)
+    (launch,) = analysis.kernels[0].launches
+    assert launch.block_sizes == ("bs",) and launch.sizes == ("N", "M", "K")
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep.assumed == (("bs", 16),)
+    assert got.footprint.block == (16, 16, 1) and "ranked with bs = 16, a 16x16x1 block" in got.reason
+    # given by the user, it is not assumed
+    analysis = analyze(ctx, {"bs": 32})
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {"bs": 32})[0]
+    assert isinstance(got, Ranking) and got.footprint.block == (32, 32, 1) and not got.sweep.assumed
+
+
+def test_a_dim3_size_is_swept_as_a_square(tmp_path):
+    text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
+                                "void run(const float* A, const float* B, float* C, dim3 dims) {")
+    text = text.replace("(N + 31) / 32, (M + 7) / 8", "(dims.x + 31) / 32, (dims.y + 7) / 8")
+    text = text.replace("(A, B, C, M, N, K)", "(A, B, C, dims.y, dims.x, dims.x)")
+    ctx, analysis = _ctx(tmp_path, text)
+    assert analysis.kernels[0].launches[0].sizes == ("dims.x", "dims.y")
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep is not None and got.sweep.bindings(1024)["dims"] == (1024, 1024, 1)
+    assert all(pt.grid == ((pt.size + 31) // 32, (pt.size + 7) // 8, 1) for pt in got.sweep.points)

@@ -71,11 +71,11 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             bound[pname] = value
         elif arg.type == "type_descriptor":
             types[pname] = " ".join(text(arg).split())
-        elif pname in integers and site.launch.block is not None:
+        elif pname in integers:
             _Evaluator(site.host, sizes).value(arg)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
     record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
-                     sizes=tuple(dict.fromkeys(sizes)))
+                     sizes=tuple(n for n in dict.fromkeys(sizes) if n not in site.launch.block_sizes))
     if divisor is not None:
         kscope = local_scope(function, divisor.start_byte, scope.child(bound))
         value = _Evaluator(kscope).value(divisor)
@@ -113,8 +113,9 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str]) -> list[S
         ev = _Evaluator(host)
         record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
                         _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
-        if record.grid is None and record.block is not None:
-            record = replace(record, sizes=_sizes(src, host, grid, block))
+        if record.grid is None:
+            sizes, held = _sizes(src, host, grid, block)
+            record = replace(record, sizes=sizes, block_sizes=held if record.block is None else ())
         found.append(Site(name, launch, record, targs, kargs, host))
     return found
 
@@ -123,14 +124,15 @@ _INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|const)\s*)+|(?:std:
                       r"(?:s|u)?size_t|ptrdiff_t|uint|index_t|dim_t")
 
 
-def _sizes(src: SourceFile, host: Scope, grid: Node | None, block: Node | None) -> tuple[str, ...]:
+def _sizes(src: SourceFile, host: Scope, grid: Node | None, block: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The names a launch's grid is set at run time by (`Launch.sizes`): those its value could not be found
-    for, less any the block size also names (a block set at run time is not a problem size)."""
+    for, less any the block size also names (a block set at run time is not a problem size); and the names
+    the block is set by (`Launch.block_sizes`)."""
     names: list[str] = []
     _size(src, _Evaluator(host, names), grid)
     held: list[str] = []
     _size(src, _Evaluator(host, held), block)
-    return tuple(n for n in dict.fromkeys(names) if n not in held)
+    return tuple(n for n in dict.fromkeys(names) if n not in held), tuple(dict.fromkeys(held))
 
 
 def _source_text(src: SourceFile, node: Node | None) -> str:

@@ -39,7 +39,8 @@ class Launch:
     tiles: int | None = None  # the tile count T of the kernel's tile loop for this launch, where known
     # Where the grid or an integer argument is set at run time: the names whose values would fix them (a
     # parameter of the launching function, a variable read from argv, ...), for swzc.model.sweep to range over.
-    sizes: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()  # `dims.x`: the dim3 `dims` (a sweep binds it to (s, s, 1))
+    block_sizes: tuple[str, ...] = ()  # where the block is set at run time too: the names that set it
 
 
 @dataclass(frozen=True)

@@ -280,6 +280,9 @@ class Evaluator:
             if self.free is not None and axis not in ("x", "y", "z"):  # a struct's field: named whole (`p.n`)
                 self.free.append(" ".join(_text(node).split()))
                 return None
+            if self.free is not None and base is not None and base.type == "identifier" and self.scope.find(_text(base)) is None:
+                self.free.append(f"{_text(base)}.{axis}")  # a dim3 nothing fixes (`dims.x`): the dim3 is the size
+                return None
             dims = self.dim3(base, depth) if base is not None and base.type == "identifier" else None
             if dims is not None and axis in ("x", "y", "z"):
                 return dims["xyz".index(axis)]

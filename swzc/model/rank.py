@@ -101,11 +101,26 @@ class SizeSweep:
     crossover: int | None
     reason: str
     gated: tuple[SwizzleSpec, ...] = ()  # every order that pays from some size up, gated at its crossover, best first
+    assumed: tuple[tuple[str, int], ...] = ()  # a block set at run time: the value its names were given throughout
+
+    def bindings(self, size: int) -> dict[str, int | tuple[int, int, int]]:
+        """What the names are bound to at `size`: each to the size (a dim3 `dims.x` to (size, size, 1)), and the
+        block's names to their assumed values."""
+        return size_bindings(self.names, size, self.assumed)
 
     @property
     def shapes(self) -> tuple[tuple[int, int, int, int], ...]:
         """The grids swept, with the decode divisor of each (0 where none): what the prover checks."""
         return tuple(dict.fromkeys((*pt.grid, pt.ranking.footprint.divisor) for pt in self.points))
+
+
+def size_bindings(names: Sequence[str], size: int, assumed: Sequence[tuple[str, int]] = ()) -> dict[str, int | tuple[int, int, int]]:
+    """Each of a sweep's names bound to `size`; a dim3's field (`dims.x`) binds the dim3 to (size, size, 1)."""
+    bound: dict[str, int | tuple[int, int, int]] = {}
+    for name in names:
+        base, dot, axis = name.partition(".")
+        bound[base if axis in ("x", "y", "z") else name] = (size, size, 1) if dot else size
+    return {**bound, **dict(assumed)}
 
 
 def measuring_order(predictions: Sequence[Prediction]) -> tuple[Prediction, ...]:

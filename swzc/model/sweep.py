@@ -29,7 +29,7 @@ from swzc.analysis.records import FileAnalysis, KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
-from swzc.model.rank import MARGIN_POINTS, Ranking, SizePoint, SizeSweep, rank
+from swzc.model.rank import MARGIN_POINTS, NO_DATA, Ranking, SizePoint, SizeSweep, rank, size_bindings
 from swzc.model.residency import Residency
 from swzc.formulas.swizzles import SwizzleSpec
 from swzc.target.hw import HardwareModel
@@ -49,7 +49,7 @@ def sized_launch(kernel: KernelInfo) -> Launch | None:
     if any(la.grid is not None for la in kernel.launches) or not kernel.launches:
         return None
     first = kernel.launches[0]
-    return first if first.sizes and first.block is not None else None
+    return first if first.sizes and (first.block is not None or first.block_sizes) else None
 
 
 def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None,
@@ -60,26 +60,32 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     if launch is None:
         return "no launch names the sizes its grid is set by"
     user = dict(user or {})
-    names = tuple(n for n in launch.sizes if n not in user)
+    names = tuple(n for n in launch.sizes if n.partition(".")[0] not in user)
     if not names:
         return f"the sizes {', '.join(launch.sizes)} are given with --set and still do not fix the grid"
     said = " = ".join(names)
-    fields = [n for n in names if not n.isidentifier()]
+    fields = [n for n in (*names, *launch.block_sizes) if not _bindable(n)]
     if fields:
         return (f"the grid is set at run time through {', '.join(fields)}, which a sweep of sizes cannot bind (--set takes "
                 f"names); give the grid with --grid {kernel.name}=X,Y")
+    assumed: tuple[tuple[str, int], ...] = ()
+    if launch.block is None:
+        assumed = _block(ctx, kernel, names, tuple(n for n in launch.block_sizes if n not in user), user)
+        if not assumed:
+            return (f"its block is set at run time by {', '.join(launch.block_sizes)} too, and no value of those gives a "
+                    f"block; give it with --block {kernel.name}=X,Y")
     points: list[SizePoint] = []
     misses = 0
     running: Residency | None = None
     first_failure = ""
     for size in SIZES:
-        bound = {**user, **{n: size for n in names}}
+        bound = {**user, **size_bindings(names, size, assumed)}
         at = _kernel_at(ctx, kernel, bound)
         if at is None:
             break
         grid = next((la.grid for la in at.launches if la.grid is not None), None)
-        if grid is None:  # past CUDA's limits (or still not fixed: the sizes named do not decide it)
-            misses += 1
+        if grid is None:  # too small (a grid of 0), past CUDA's limits, or the sizes named do not decide it
+            misses += size >= 2048
             if points or misses >= 3:
                 break
             first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
@@ -88,6 +94,8 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
         if isinstance(got, str):
             if points:
                 break
+            if got.startswith(NO_DATA):
+                return got  # nothing read: a decline at every size
             first_failure = first_failure or f"at {said} = {size}: {got}"
             if not got.startswith("no launch"):
                 return first_failure  # the model cannot follow the kernel at any size: say which access
@@ -104,7 +112,42 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             break
     if not points:
         return first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
-    return _choose(names, tuple(points), hw)
+    ranking = _choose(names, tuple(points), hw)
+    if assumed and ranking.sweep is not None:  # say what the block was taken to be
+        block = "x".join(map(str, ranking.footprint.block))
+        note = (f" (its block is set at run time: ranked with {', '.join(f'{n} = {v}' for n, v in assumed)}, a {block} "
+                f"block; --set {assumed[0][0]}=N ranks another)")
+        ranking = replace(ranking, reason=ranking.reason + note,
+                          sweep=replace(ranking.sweep, assumed=assumed, reason=ranking.sweep.reason + note))
+    return ranking
+
+
+BLOCK_VALUES = (16, 256, 32, 128, 64, 512, 8, 1024)  # tried in turn for a block's names: the first nearest 256 threads
+
+
+def _block(ctx: FileContext, kernel: KernelInfo, names: tuple[str, ...], block: tuple[str, ...],
+           user: Mapping[str, Value | str]) -> tuple[tuple[str, int], ...]:
+    """Values for the names a block is set by at run time: the first of BLOCK_VALUES whose block has nearest
+    256 threads (16 for a square 2D block of one name, 256 for a 1D one); () when none gives a block."""
+    best: tuple[int, tuple[tuple[str, int], ...]] | None = None
+    for value in BLOCK_VALUES:
+        assumed = tuple((n, value) for n in block)
+        at = _kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)})
+        dims = at.launches[0].block if at is not None and at.launches else None
+        if dims is None:
+            continue
+        distance = abs(dims[0] * dims[1] * dims[2] - 256)
+        if best is None or distance < best[0]:
+            best = (distance, assumed)
+        if distance == 0:
+            break
+    return best[1] if best is not None else ()
+
+
+def _bindable(name: str) -> bool:
+    """A name a sweep can bind: an identifier, or a dim3's field (`dims.x`), whose dim3 it binds."""
+    base, dot, axis = name.partition(".")
+    return base.isidentifier() and (not dot or axis in ("x", "y", "z"))
 
 
 def _kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:

@@ -403,7 +403,7 @@ def _sizes(ctx: FileContext, kernel: KernelInfo, sweep: SizeSweep, options: Opti
     """The sizes the loop measures a swept kernel at (swzc.model.sweep.measured_sizes), each with the file's analysis there."""
     sizes = []
     for size in measured_sizes(sweep):
-        at = kernel_at(ctx, kernel, {**options.bindings, **{name: size for name in sweep.names}})
+        at = kernel_at(ctx, kernel, {**options.bindings, **sweep.bindings(size)})
         if at is not None:
             sizes.append(Size(size, *at))
     return sizes
