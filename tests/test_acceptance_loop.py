@@ -266,7 +266,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     ctx = FileContext(src)
     result = rewrite_benchmarked(ctx, analyze(ctx), Options(hw=load_hw("h100"), compile=False, bench=True, max_iterations=3))
     sizes = [size for size, _ in asked["sizes"]]
-    assert len(sizes) == 3 and sizes == sorted(sizes)
+    assert len(sizes) == 4 and sizes == sorted(sizes)
     assert all(grid == (size // 32, size // 8, 1) for size, grid in asked["sizes"])  # the launch at each size
     assert asked["candidates"] and all("@" in name for name in asked["candidates"])  # gated at their crossovers
     gate = int(asked["candidates"][0].split("@")[1])

@@ -292,3 +292,42 @@ def test_a_dim3_size_is_swept_as_a_square(tmp_path):
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, Ranking) and got.sweep is not None and got.sweep.bindings(1024)["dims"] == (1024, 1024, 1)
     assert all(pt.grid == ((pt.size + 31) // 32, (pt.size + 7) // 8, 1) for pt in got.sweep.points)
+
+
+def test_a_kernel_launched_with_several_grids_gets_an_order_that_holds_at_each(tmp_path):
+    text = """\
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  int row = blockIdx.y * 8 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(float* A, float* B, float* C) {
+  gemm<<<dim3(1024 / 32, 1024 / 8), dim3(32, 8)>>>(A, B, C, 1024);
+  gemm<<<dim3(8192 / 32, 8192 / 8), dim3(32, 8)>>>(A, B, C, 8192);
+}
+"""
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep is not None and got.sweep.names == ()
+    assert [pt.grid for pt in got.sweep.points] == [(32, 128, 1), (256, 1024, 1)]  # smallest first, each launch's
+    assert got.chosen is not None and got.chosen.gate == 256 * 1024  # the small grid keeps its order
+    assert "the 2 grids it is launched with" in got.reason
+    # one grid, launched twice: ranked as before
+    ctx, analysis = _ctx(tmp_path, text.replace("8192", "1024"))
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep is None
+
+
+@pytest.mark.parametrize("points, crossover, expected", [
+    ([768, 1024, 1536, 2048, 3072, 4096, 6144], 3072, [768, 2048, 3072, 6144]),
+    ([768, 1024, 1536, 2048, 3072, 4096, 6144], 768, [768, 2048, 4096, 6144]),
+    ([768, 1024, 1536, 2048, 3072, 4096, 6144], 6144, [768, 3072, 4096, 6144]),
+    ([768, 1024, 1536, 2048, 3072, 4096, 6144], None, [768, 2048, 4096, 6144]),
+    ([2048, 4096, 8192], 4096, [2048, 4096, 8192]),
+])
+def test_the_loop_measures_the_first_size_both_sides_of_the_crossover_and_the_largest(points, crossover, expected):
+    from swzc.model.rank import SizeSweep
+    from types import SimpleNamespace
+    fake = SizeSweep(("n",), tuple(SimpleNamespace(size=s) for s in points), (), None, crossover, "")
+    assert sweep.measured_sizes(fake) == expected

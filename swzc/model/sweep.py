@@ -165,15 +165,16 @@ def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | 
     return next(((analysis, i) for i, k in enumerate(analysis.kernels) if k.name == kernel.name and k.line == kernel.line), None)
 
 
-def measured_sizes(sweep: SizeSweep, most: int = 3) -> list[int]:
-    """The sizes a GPU measures a swept kernel at: the size below the crossover, the crossover and the largest
-    (where there is no gate: the first, the middle and the largest); all of them where there are no more."""
+def measured_sizes(sweep: SizeSweep, most: int = 4) -> list[int]:
+    """The sizes a GPU measures a swept kernel at: the first (a few waves, below the L2 for most kernels), the
+    sizes on both sides of the chosen order's crossover and the largest; without a crossover, the first, the
+    middle and the largest; all of them where there are no more than `most`."""
     sizes = [pt.size for pt in sweep.points]
     if len(sizes) <= most:
         return sizes
     at = sizes.index(sweep.crossover) if sweep.crossover in sizes else 0
-    picked = {sizes[at - 1], sizes[at], sizes[-1]} if at > 0 else {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
-    for size in reversed(sizes):  # a crossover at the largest size: another below, to span it
+    picked = {sizes[0], sizes[at - 1], sizes[at], sizes[-1]} if at > 0 else {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
+    for size in reversed(sizes):  # fewer than `most` picked (a crossover at an end): more sizes from the top
         if len(picked) >= most:
             break
         picked.add(size)
@@ -231,7 +232,8 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
     order = [p.candidate for p in largest.predictions]
     paying = [(gain(c, s), -s, -order.index(c), c) for c, s in crossing.items() if s is not None]
     said = " = ".join(names)
-    swept = f"{said} swept from {points[0].size} to {points[-1].size}"
+    swept = (f"{said} swept from {points[0].size} to {points[-1].size}" if names else
+             f"the {len(points)} grids it is launched with, {points[0].tiles:,} to {points[-1].tiles:,} tiles")
     if not paying:
         best = largest.predictions[0]
         some = [c for c in order if any((q := pt.prediction(c)) is not None and pays(q, pt.ranking.identity) for pt in points)]
@@ -247,14 +249,41 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
     every = tuple(_gated(points, largest.prediction(c), crossing[c]) for c in ranked)
     gated = every[0]
     at = next(pt for pt in points if pt.size == start)
-    where = (f"from {said} = {start} ({at.tiles:,} tiles) up, the kernel's own order below" if gated.gate
-             else f"at every size swept")
+    where = (f"from {said + ' = ' + str(start) + ' (' if names else ''}{at.tiles:,} tiles{')' if names else ''} up, the "
+             "kernel's own order below" if gated.gate else "at every size swept" if names else "at every grid it is launched with")
     shown = _three(points, start)
-    numbers = "; ".join(f"at {pt.size}: DRAM {_mb(pt.ranking.identity)} -> {_mb(pt.prediction(candidate))}, L2 hits "
+    numbers = "; ".join(f"at {pt.size if names else 'x'.join(map(str, pt.grid))}: DRAM {_mb(pt.ranking.identity)} -> {_mb(pt.prediction(candidate))}, L2 hits "
                         f"{pt.ranking.identity.l2_hit_rate:.1f} % -> {pt.prediction(candidate).l2_hit_rate:.1f} %" for pt in shown)
     reason = f"predicted over {swept} (not measured): {gated.ungated.name} pays {where}; {numbers}"
     sweep = SizeSweep(names, points, tuple(crossing.items()), gated, start, reason, every)
     return replace(largest, chosen=gated, reason=reason, sweep=sweep)
+
+
+def rank_over_launches(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None,
+                       compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | None:
+    """Where a kernel is launched (or was seen launched: swzc.verify.observe) with several grids: each ranked, and
+    the order chosen as over a sweep, so that it pays at each grid it runs at or is gated off it.  None where it
+    has one grid, or one of them cannot be ranked (the first launch's ranking stands then)."""
+    distinct: dict[tuple, Launch] = {}
+    for la in kernel.launches:
+        if la.grid is not None and la.block is not None:
+            distinct.setdefault((la.grid, la.block, la.divisor, la.bindings), la)
+    if len(distinct) < 2:
+        return None
+    points: dict[int, SizePoint] = {}
+    running: Residency | None = None
+    for la in distinct.values():
+        got = rank(ctx, replace(kernel, launches=(la,)), hw, user, compiler=compiler, flags=flags, running=running)
+        if isinstance(got, str):
+            return None
+        running = got.residency
+        rows, cols, _ = got.footprint.tiles
+        span = data_bytes(got.footprint)
+        if rows * cols not in points or span > points[rows * cols].data_bytes:
+            points[rows * cols] = SizePoint(rows * cols, got.footprint.grid, rows * cols, span, got)
+    if len(points) < 2:
+        return None
+    return _choose((), tuple(points[t] for t in sorted(points)), hw)
 
 
 def _gated(points: Sequence[SizePoint], prediction: Prediction | None, start: int | None) -> SwizzleSpec:

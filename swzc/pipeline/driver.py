@@ -32,7 +32,7 @@ from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
-from swzc.model.sweep import kernel_at, measured_sizes, rank_over_sizes, sized_launch
+from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, rank
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -265,6 +265,8 @@ def rank_kernels(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bi
 def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
           compiler: bool, flags: tuple[str, ...], sizes: bool = True) -> Ranking | str:
     got = rank(ctx, kernel, hw, bindings, compiler=compiler, flags=flags)
+    if isinstance(got, Ranking) and kernel.tile_loop is None:  # launched with several grids: the order must hold at each
+        got = rank_over_launches(ctx, kernel, hw, bindings, compiler, flags) or got
     launch = sized_launch(kernel)
     if isinstance(got, str) and sizes and kernel.tile_loop is None and launch is not None:
         swept = rank_over_sizes(ctx, kernel, hw, bindings, compiler, flags)
@@ -358,7 +360,7 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         try:
             bencher: Bencher | SizedBencher
             if sweep is not None:
-                bencher = SizedBencher(ctx, _sizes(ctx, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
+                bencher = SizedBencher(ctx, _sizes(ctx, analysis, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
                                        options.launch_spec, options.rounds, options.progress, _compiler(options)[1])
             else:
                 bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
@@ -399,10 +401,17 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                    transcripts=_transcripts(options, searches))
 
 
-def _sizes(ctx: FileContext, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
+def _sizes(ctx: FileContext, analysis: FileAnalysis, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
     """The sizes the loop measures a swept kernel at (swzc.model.sweep.measured_sizes), each with the file's analysis there."""
     sizes = []
     for size in measured_sizes(sweep):
+        if not sweep.names:  # the grids it is launched with: the file's analysis with that launch first
+            point = next(pt for pt in sweep.points if pt.size == size)
+            launch = next(la for la in kernel.launches if la.grid == point.grid)
+            index = next(i for i, k in enumerate(analysis.kernels) if k is kernel)
+            one = replace(kernel, launches=(launch,))
+            sizes.append(Size(size, replace(analysis, kernels=(*analysis.kernels[:index], one, *analysis.kernels[index + 1:])), index))
+            continue
         at = kernel_at(ctx, kernel, {**options.bindings, **sweep.bindings(size)})
         if at is not None:
             sizes.append(Size(size, *at))

@@ -66,7 +66,8 @@ def sweep_lines(sweep: SizeSweep | None, indent: str = "    ") -> list[str]:
     if sweep is None:
         return []
     chosen = sweep.chosen.ungated.name if sweep.chosen is not None else None
-    lines = [f"{indent}sizes ({' = '.join(sweep.names)}), predicted, not measured:",
+    what = f"sizes ({' = '.join(sweep.names)})" if sweep.names else "the grids it is launched with (size: tiles)"
+    lines = [f"{indent}{what}, predicted, not measured:",
              f"{indent}  {'size':>7} {'grid':>15} {'tiles':>10} {'identity':>10} " + (f"{chosen:>22} " if chosen else "") + " best"]
     for pt in sweep.points:
         mine = pt.prediction(chosen) if chosen else None
