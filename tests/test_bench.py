@@ -719,3 +719,49 @@ def test_an_interrupt_kills_the_child_and_what_it_started(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError("the command's child outlived the interrupt")
+
+
+# A stand-in for a program run at a size: the rewritten program loses at the small size and wins at the large.
+SIZED_RUN = """import sys
+src, size = open(sys.argv[1]).read(), int(sys.argv[2])
+swizzled = "swzc_block" in src
+ms = (SMALL if size < 4096 else 8.0) if swizzled else 10.0
+print(f"kernel k ms {ms:.3f} checksum c0ffee{size}")
+"""
+
+
+@pytest.mark.parametrize("small_ms, accepted", [(10.0, True), (12.0, False)])
+def test_bench_cmd_runs_at_each_size_and_refuses_a_loss_at_any(tmp_path, small_ms, accepted):
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    (tmp_path / "fake_run.py").write_text(SIZED_RUN.replace("SMALL", repr(small_ms)))
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "-o", str(tmp_path / "out.cu"), "--no-compile",
+                                       "--json", "--swizzle", "grouped:8", "--bench-cmd", "python3 fake_run.py {file} {size}",
+                                       "--bench-sizes", "4096,1024,8192", "--bench-runs", "4"])
+    doc = json.loads(result.stdout)
+    (bench,) = doc["bench"]
+    assert [(a["size"], a["status"]) for a in bench["by_size"]] == [
+        (1024, "not faster" if accepted else "slower"), (4096, "accepted"), (8192, "accepted")]
+    assert (bench["chosen"] == "grouped:8") == accepted and result.exit_code == (0 if accepted else 1)
+    if not accepted:
+        assert "slower than the original beyond the noise at 1024" in bench["attempts"][0]["reason"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--bench-cmd", "./prog {size}"], "give the sizes to run it at with --bench-sizes"),
+    (["--bench-cmd", "./prog", "--bench-sizes", "1024"], "--bench-sizes needs {size} in --bench-cmd"),
+    (["--bench-cmd", "./prog {size}", "--bench-sizes", "1024,x"], "expected up to 16 positive integers"),
+    (["--bench-cmd", "./prog {size}", "--bench-sizes", "0,8"], "expected up to 16 positive integers"),
+    (["--bench-sizes", "1024"], "--bench-sizes goes with --bench-cmd"),
+])
+def test_bench_sizes_are_checked_before_anything_runs(tmp_path, args, said):
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", *args])
+    assert result.exit_code == 2 and said in result.stderr

@@ -426,3 +426,15 @@ def test_observe_a_real_program_on_the_gpu(tmp_path):
         assert dict(scale.args) == {"n": 1024, "alpha": 0.5}
     (copy,) = run.launches["tiled_copy"]
     assert copy.grid == (32, 32, 1) and copy.block == (32, 32, 1) and copy.template == ("float", "32")
+
+
+def test_runs_at_several_sizes_merge_into_every_distinct_launch():
+    from swzc.verify.observe import ObservedLaunch, ObservedRun, merged
+    small = ObservedLaunch((32, 128, 1), (32, 8, 1), 0, 2, (), (("n", 1024),))
+    large = ObservedLaunch((256, 1024, 1), (32, 8, 1), 0, 1, (), (("n", 8192),))
+    runs = [ObservedRun("cupti", {"gemm": (small,)}), ObservedRun("cupti", {"gemm": (large, small)}),
+            ObservedRun("", {}, "the third size failed")]
+    got = merged(runs)
+    assert got.ok and got.launches["gemm"] == (small.__class__(**{**small.__dict__, "count": 4}), large)
+    assert got.note == "the third size failed"
+    assert not merged([ObservedRun("", {}, "no ncu or CUPTI here")]).ok

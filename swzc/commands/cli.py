@@ -270,6 +270,8 @@ def verbosity() -> tuple[bool, bool]:
               "command run in a copy of FILE's folder ({file} is FILE's name, quoted for the shell) that prints a time in ms and a checksum.")
 @click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first.")
 @click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True, help="With --bench-cmd: timed runs per version.")
+@click.option("--bench-sizes", metavar="S1,S2,...", help="With --bench-cmd holding {size}: run it at each of these sizes (three or "
+              "more spanning the crossover); a candidate is kept only if it is slower at none and faster at the largest.")
 @click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE",
               help="With --bench-cmd: where the time (ms) is in the output (first group that matches).")
 @click.option("--check-regex", default=CHECK_PATTERN, show_default=False, metavar="RE",
@@ -281,7 +283,7 @@ def verbosity() -> tuple[bool, bool]:
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
-            report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, time_regex: str,
+            report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, bench_sizes: str | None, time_regex: str,
             check_regex: str, compile_flags: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
             proposer: str, llm_model: str | None, base_url: str | None, llm_timeout: float, llm_retries: int,
@@ -304,10 +306,10 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                 re.compile(pattern)
             except re.error as exc:
                 raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
-        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex)
+        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex, _bench_sizes(bench_cmd, bench_sizes))
         bench = True if bench is None else bench
-    elif build_cmd:
-        raise SwzcError("--build-cmd goes with --bench-cmd")
+    elif build_cmd or bench_sizes:
+        raise SwzcError(f"{'--build-cmd' if build_cmd else '--bench-sizes'} goes with --bench-cmd")
     if bench is None:
         bench = False  # benchmarking runs the file's own code: only when asked for
     elif bench and program is None and not gpu_present():
@@ -464,3 +466,17 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
 
 if __name__ == "__main__":
     main()
+
+
+def _bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
+    """--bench-sizes S1,S2,...: each a positive integer, at most 16, given exactly when the command holds {size}."""
+    if text is None:
+        if "{size}" in bench_cmd:
+            raise SwzcError("--bench-cmd holds {size}: give the sizes to run it at with --bench-sizes, e.g. 1024,4096,8192")
+        return ()
+    if "{size}" not in bench_cmd:
+        raise SwzcError("--bench-sizes needs {size} in --bench-cmd, where each size goes")
+    parts = [p.strip() for p in text.split(",")]
+    if not 1 <= len(parts) <= 16 or not all(p.isdigit() and 0 < int(p) < 1 << 31 for p in parts):
+        raise SwzcError(f"--bench-sizes {text!r}: expected up to 16 positive integers separated by commas, e.g. 1024,4096,8192")
+    return tuple(sorted({int(p) for p in parts}))

@@ -26,7 +26,7 @@ from swzc.target.hw import HardwareModel
 from swzc import passes
 from swzc.passes import block_swizzle
 from swzc.passes.block_swizzle import Decision, Proposal
-from swzc.verify.observe import observe_launches, observed_launches
+from swzc.verify.observe import merged, observe_launches, observed_launches
 from swzc.rewrite.patch import patch_from_edits
 from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import ProgramBench
@@ -482,7 +482,7 @@ def with_observed_launches(ctx: FileContext, analysis: FileAnalysis, program: Pr
     """The analysis with each kernel's launches as one run of the program made them (swzc.verify.observe), and
     notes saying what was seen; kernels the run did not launch keep the file's launches."""
     wanted = {k.name for k in analysis.kernels if k.reads_block_index}
-    run = observe_launches(ctx, program, wanted)
+    run = merged([observe_launches(ctx, one, wanted) for _, one in program.each])  # at each of --bench-sizes
     if not run.ok:
         return analysis, (f"launches not observed: {run.note}",)
     kernels = []

@@ -43,7 +43,7 @@ from swzc.verify.harness import (
     toolchain_for,
 )
 from swzc.target.hw import HardwareModel
-from swzc.verify.program import ProgramBench, run_program
+from swzc.verify.program import ProgramBench, run_program, run_program_sizes
 from swzc.analysis.context import FileContext
 from swzc.formulas.swizzles import Formula
 
@@ -219,6 +219,7 @@ class Bencher:
         self.profiler = profiler_note(self.toolchain) if self.toolchain else "none (the user's own program is timed)"
         self.include_dir = str(Path(src.path).resolve().parent)
         self.attempts: list[Attempt] = []
+        self.by_size: list[Attempt] = []  # with --bench-sizes: each candidate at each size
         self.baseline_hit: float | None = None
 
     def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
@@ -227,6 +228,8 @@ class Bencher:
         if self.progress:
             self.progress(f"{self.kernel.name}: {name}" + (f" ({position})" if position else ""))
         start = time.perf_counter()
+        if self.program is not None and self.program.sizes:
+            return self._measure_sizes(formula, predicted, start)
         with tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True) as folder:
             built: Build | None = None
             try:
@@ -257,10 +260,24 @@ class Bencher:
         self.attempts.append(attempt)
         return attempt
 
+    def _measure_sizes(self, formula: Formula, predicted: float | None, start: float) -> Attempt:
+        """The user's program at each of --bench-sizes (`{size}` in its command), built once per version; judged
+        as SizedBencher judges the generated harness's sizes."""
+        assert self.program is not None
+        try:
+            results = run_program_sizes(self.src.path, self.src.data, self.rewrite(formula), self.program)
+        except SwzcError as exc:
+            results = [(self.program.sizes[0], HarnessResult(False, exc.message, None, failed=True))]
+        mine = [_sized_attempt(formula, predicted, size or 0, result) for size, result in results]
+        self.by_size += mine
+        attempt = _combined(formula, predicted, mine, len(self.program.sizes), time.perf_counter() - start)
+        self.attempts.append(attempt)
+        return attempt
+
     def result(self) -> KernelBench:
         status, chosen, reason = conclude(self.attempts)
         return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
-                           self.baseline_hit, self.profiler, status, chosen and chosen.formula)
+                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
 
     def close(self) -> None:
         """Nothing outlives an attempt here: each builds in its own folder."""
@@ -336,21 +353,14 @@ class SizedBencher:
                 result = run_harness(run, self.rounds)
             except SwzcError as exc:
                 result = HarnessResult(False, exc.message, None, failed=True)
-            if result.failed or result.timing is None:
-                status = "check failed" if result.failed or result.correct else "outputs differ"
-                why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-                mine.append(replace(Attempt.unmeasured(formula, predicted, status, f"at {size.size}: {why}", 0.0), size=size.size))
-                break
-            verdict = judge(result.timing, True)
             hit = dram = None
-            if size is self.sizes[-1]:
+            if size is self.sizes[-1] and not result.failed and result.timing is not None:
                 if self.baseline_hit is None:
                     self.baseline_hit, _ = profile(run, "a")
                 hit, dram = profile(run, "b")
-            status = "accepted" if verdict.accepted else "slower" if verdict.slower else "not faster"
-            mine.append(Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
-                                verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason, 0.0, status, formula,
-                                size.size, verdict.upper))
+            mine.append(_sized_attempt(formula, predicted, size.size, result, hit, dram))
+            if mine[-1].speedup is None:
+                break
         self.by_size += mine
         attempt = _combined(formula, predicted, mine, len(self.sizes), time.perf_counter() - start)
         self.attempts.append(attempt)
@@ -360,6 +370,19 @@ class SizedBencher:
         status, chosen, reason = conclude(self.attempts)
         return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
                            self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
+
+
+def _sized_attempt(formula: Formula, predicted: float | None, size: int, result: HarnessResult,
+                   hit: float | None = None, dram: float | None = None) -> Attempt:
+    """One candidate at one size of several: a failed check, or the verdict with "slower" where it is."""
+    if result.failed or result.timing is None:
+        status = "check failed" if result.failed or result.correct else "outputs differ"
+        why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+        return replace(Attempt.unmeasured(formula, predicted, status, f"at {size}: {why}", 0.0), size=size)
+    verdict = judge(result.timing, True)
+    status = "accepted" if verdict.accepted else "slower" if verdict.slower else "not faster"
+    return Attempt(formula.name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                   verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason, 0.0, status, formula, size, verdict.upper)
 
 
 def _combined(formula: Formula, predicted: float | None, mine: list[Attempt], sizes: int, seconds: float) -> Attempt:

@@ -148,6 +148,24 @@ def observe_launches(ctx: FileContext, program: ProgramBench, kernels: set[str],
     return ObservedRun(chosen, found, note, truncated)
 
 
+def merged(runs: list[ObservedRun]) -> ObservedRun:
+    """The runs of one program at several sizes as one: every distinct launch of each kernel, counts added,
+    the most frequent first; the notes of the runs that said something."""
+    seen = [r for r in runs if r.ok]
+    if not seen:
+        return runs[0] if runs else ObservedRun("", {}, "nothing was run")
+    counts: dict[str, dict[ObservedLaunch, int]] = {}
+    for run in seen:
+        for kernel, launches in run.launches.items():
+            mine = counts.setdefault(kernel, {})
+            for la in launches:
+                key = replace(la, count=0)
+                mine[key] = mine.get(key, 0) + la.count
+    launches = {k: tuple(replace(la, count=n) for la, n in sorted(v.items(), key=lambda item: -item[1])) for k, v in counts.items()}
+    notes = "; ".join(dict.fromkeys(r.note for r in runs if r.note))
+    return ObservedRun(seen[0].tool, launches, notes, frozenset().union(*(r.truncated for r in seen)))
+
+
 def _pick_tool() -> tuple[str, str]:
     if gpu_vendor() == "amd":
         return ("rocprofv3", "") if shutil.which("rocprofv3") else ("", "rocprofv3 is not on PATH: no launches observed")

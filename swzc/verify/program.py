@@ -36,6 +36,17 @@ class ProgramBench:
     runs: int = 5
     time_pattern: str = TIME_PATTERN
     check_pattern: str = CHECK_PATTERN
+    sizes: tuple[int, ...] = ()  # --bench-sizes: `{size}` in bench_cmd stands for each in turn
+
+    def at(self, size: int) -> ProgramBench:
+        """The command at one size: `{size}` replaced by it."""
+        return ProgramBench(self.bench_cmd.replace("{size}", str(size)), self.build_cmd, self.runs, self.time_pattern,
+                            self.check_pattern)
+
+    @property
+    def each(self) -> list[tuple[int | None, ProgramBench]]:
+        """The command at each size (one, with no size, where --bench-sizes was not given)."""
+        return [(size, self.at(size)) for size in self.sizes] if self.sizes else [(None, self)]
 
 
 def _copy(folder: Path, tag: str, where: Path) -> Path:
@@ -89,33 +100,49 @@ def program_copy(path: str, data: bytes, bench: ProgramBench, tag: str, where: P
 
 def run_program(path: str, original: bytes, rewritten: bytes, bench: ProgramBench) -> HarnessResult:
     """Build and run both versions of the program; correctness from the check values, times interleaved."""
+    return run_program_sizes(path, original, rewritten, bench)[0][1]
+
+
+def run_program_sizes(path: str, original: bytes, rewritten: bytes, bench: ProgramBench) -> list[tuple[int | None, HarnessResult]]:
+    """Build both versions once, then run them at each size of --bench-sizes (once, with none): a result per size,
+    up to the first whose rewritten program fails its check."""
     name = Path(path).name
+    results: list[tuple[int | None, HarnessResult]] = []
     with tempfile.TemporaryDirectory(prefix="swzc-program-", ignore_cleanup_errors=True) as tmp:
         dirs = [program_copy(path, data, bench, tag, Path(tmp)) for tag, data in (("original", original), ("rewritten", rewritten))]
-        times: dict[str, list[float]] = {"a": [], "b": [], "a2": []}
-        expected = None
-        for _ in range(bench.runs):
-            for key, folder in (("a", dirs[0]), ("b", dirs[1]), ("a2", dirs[0])):
-                who = "rewritten" if key == "b" else "original"
-                done = shell(bench.bench_cmd, folder, name)
-                output = done.stdout + done.stderr
-                check = _read(bench.check_pattern, output)
-                ms = _number(_read(bench.time_pattern, output))
-                if not done.ok:
-                    how = _said(done)
-                elif check is None or ms is None:
-                    what, pattern = ("check value", bench.check_pattern) if check is None else ("time", bench.time_pattern)
-                    how = f"printed no {what} (pattern {pattern!r}); its output began:\n{done.head()}"
-                if not done.ok or check is None or ms is None:
-                    if who == "rewritten":
-                        return HarnessResult(False, f"the rewritten program `{bench.bench_cmd}` {how}", None, failed=True)
-                    raise SwzcError(f"`{bench.bench_cmd}` on the original program {how}", ExitCode.CHECK_FAILED)
-                if expected is None:
-                    expected = check
-                if check != expected:
-                    if who == "original":
-                        raise SwzcError(f"the original program's check value changes between runs ({expected} vs {check}): "
-                                        "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
-                    return HarnessResult(False, f"check value {check} differs from the original's {expected}", None)
-                times[key].append(ms)
+        for size, one in bench.each:
+            results.append((size, _timed(one, dirs, name)))
+            if results[-1][1].timing is None:
+                break
+    return results
+
+
+def _timed(bench: ProgramBench, dirs: list[Path], name: str) -> HarnessResult:
+    """Both built versions run `bench.runs` times, interleaved original, rewritten, original."""
+    times: dict[str, list[float]] = {"a": [], "b": [], "a2": []}
+    expected = None
+    for _ in range(bench.runs):
+        for key, folder in (("a", dirs[0]), ("b", dirs[1]), ("a2", dirs[0])):
+            who = "rewritten" if key == "b" else "original"
+            done = shell(bench.bench_cmd, folder, name)
+            output = done.stdout + done.stderr
+            check = _read(bench.check_pattern, output)
+            ms = _number(_read(bench.time_pattern, output))
+            if not done.ok:
+                how = _said(done)
+            elif check is None or ms is None:
+                what, pattern = ("check value", bench.check_pattern) if check is None else ("time", bench.time_pattern)
+                how = f"printed no {what} (pattern {pattern!r}); its output began:\n{done.head()}"
+            if not done.ok or check is None or ms is None:
+                if who == "rewritten":
+                    return HarnessResult(False, f"the rewritten program `{bench.bench_cmd}` {how}", None, failed=True)
+                raise SwzcError(f"`{bench.bench_cmd}` on the original program {how}", ExitCode.CHECK_FAILED)
+            if expected is None:
+                expected = check
+            if check != expected:
+                if who == "original":
+                    raise SwzcError(f"the original program's check value changes between runs ({expected} vs {check}): "
+                                    "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
+                return HarnessResult(False, f"check value {check} differs from the original's {expected}", None)
+            times[key].append(ms)
     return HarnessResult(True, "", Timing(tuple(times["a"]), tuple(times["b"]), tuple(times["a2"])))
