@@ -765,3 +765,19 @@ def test_bench_sizes_are_checked_before_anything_runs(tmp_path, args, said):
     (tmp_path / "k.cu").write_bytes(PROGRAM)
     result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", *args])
     assert result.exit_code == 2 and said in result.stderr
+
+
+def test_bench_cmd_stops_at_the_first_size_whose_check_fails(tmp_path):
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    (tmp_path / "k.cu").write_bytes(PROGRAM)
+    (tmp_path / "fake_run.py").write_text(SIZED_RUN.replace("SMALL", "8.0").replace(
+        'checksum c0ffee{size}', "checksum {'bad' if swizzled and size == 1024 else 'c0ffee'}{size}"))
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "--json", "--swizzle", "grouped:8",
+                                       "--bench-cmd", "python3 fake_run.py {file} {size}", "--bench-sizes", "1024,4096,8192",
+                                       "--bench-runs", "3"])
+    (bench,) = json.loads(result.stdout)["bench"]
+    assert [(a["size"], a["status"]) for a in bench["by_size"]] == [(1024, "outputs differ")]  # 4096 and 8192 never ran
+    assert result.exit_code == 1 and "at 1024" in bench["attempts"][0]["reason"]

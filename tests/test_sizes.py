@@ -331,3 +331,44 @@ def test_the_loop_measures_the_first_size_both_sides_of_the_crossover_and_the_la
     from types import SimpleNamespace
     fake = SizeSweep(("n",), tuple(SimpleNamespace(size=s) for s in points), (), None, crossover, "")
     assert sweep.measured_sizes(fake) == expected
+
+
+def _prediction(name, hit, dram):
+    from swzc.model.l2model import Prediction
+    return Prediction(name, hit, dram, 1000, 100)
+
+
+def test_an_order_that_moves_more_bytes_does_not_pay_whatever_its_hits():
+    base = _prediction("identity", 60.0, 1e9)
+    assert sweep.pays(_prediction("grouped:8", 70.0, 0.9e9), base)
+    assert not sweep.pays(_prediction("grouped:8", 70.0, 1.1e9), base)  # more hits, more bytes
+    assert not sweep.pays(_prediction("grouped:8", 64.0, 0.5e9), base)  # under the margin
+
+
+def test_the_crossover_is_where_an_order_pays_at_every_larger_size():
+    from types import SimpleNamespace
+    from swzc.model.rank import SizePoint
+
+    def point(size, hit):
+        ranking = SimpleNamespace(identity=_prediction("identity", 50.0, 1e9),
+                                  predictions=(_prediction("grouped:8", hit, 0.5e9), _prediction("identity", 50.0, 1e9)))
+        ranking.prediction = lambda name, r=ranking: next((p for p in r.predictions if p.candidate == name), None)
+        return SizePoint(size, (1, 1, 1), size, 0, ranking)
+
+    # pays at 1024, not at 2048, then at 4096 and 8192: from 4096 up, not from 1024
+    points = [point(1024, 60.0), point(2048, 52.0), point(4096, 70.0), point(8192, 80.0)]
+    assert sweep.crossovers(points) == {"grouped:8": 4096}
+    assert sweep.crossovers([*points[:3], point(8192, 51.0)]) == {"grouped:8": None}  # not at the largest
+
+
+def test_a_grid_of_zero_blocks_at_small_sizes_does_not_end_the_sweep(tmp_path):
+    text = """\
+__global__ void copy2d(const float* in, float* out, int n) {
+  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;
+  out[y * n + x] = in[x * n + y];
+}
+void launch(const float* in, float* out, int n) { copy2d<<<dim3(n / 1024, n / 1024), dim3(32, 8)>>>(in, out, n); }
+"""
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, Ranking) and got.sweep is not None and got.sweep.points[0].size >= 1024

@@ -125,14 +125,14 @@ _INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|const)\s*)+|(?:std:
 
 
 def _sizes(src: SourceFile, host: Scope, grid: Node | None, block: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names a launch's grid is set at run time by (`Launch.sizes`): those its value could not be found
-    for, less any the block size also names (a block set at run time is not a problem size); and the names
-    the block is set by (`Launch.block_sizes`)."""
+    """The names a launch's grid is set at run time by (`Launch.sizes`: those its value could not be found for;
+    `_bound` leaves out any the block also names, with the kernel's integer arguments') and the names the
+    block is set by (`Launch.block_sizes`: a block set at run time is not a problem size)."""
     names: list[str] = []
     _size(src, _Evaluator(host, names), grid)
     held: list[str] = []
     _size(src, _Evaluator(host, held), block)
-    return tuple(n for n in dict.fromkeys(names) if n not in held), tuple(dict.fromkeys(held))
+    return tuple(dict.fromkeys(names)), tuple(dict.fromkeys(held))
 
 
 def _source_text(src: SourceFile, node: Node | None) -> str:
