@@ -2,6 +2,7 @@
 compile), the acceptance rule on synthetic timings, and the report's schema."""
 
 import json
+from pathlib import Path
 
 import pytest
 from support import ROOT, has_gpu, needs_nvcc
@@ -394,13 +395,23 @@ def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),),
 
     folders = []
 
-    def fake_build(name, original, rewritten, plan, arch, flush, include, folder, **kw):
-        folders.append(folder)
-        if raises is not None:
-            raise raises
-        return _fake_harness(folder, script)
+    class FakeBuilder:  # the compiles replaced: the harness is the script, the libraries never built
+        def __init__(self, name, kernel, arch, include_dir, folder, *args, **kw):
+            self.folder = Path(folder)
+            folders.append(self.folder)
 
-    monkeypatch.setattr(bench, "build", fake_build)
+        def variant(self, tag, data):
+            return [], self.folder / f"{tag}.so"
+
+        def harness(self, tag, plan, flush):
+            return [], _fake_harness(self.folder, script).harness
+
+        def compile(self, jobs):
+            if raises is not None:
+                raise raises
+            return [out for _, out in jobs]
+
+    monkeypatch.setattr(bench, "Builder", FakeBuilder)
     src = load(str(ROOT / "examples" / "naive_gemm.cu"))
     analysis = analyze(FileContext(src))
     formulas = [(parse_spec(name), rate) for name, rate in candidates]
@@ -781,3 +792,33 @@ def test_bench_cmd_stops_at_the_first_size_whose_check_fails(tmp_path):
     (bench,) = json.loads(result.stdout)["bench"]
     assert [(a["size"], a["status"]) for a in bench["by_size"]] == [(1024, "outputs differ")]  # 4096 and 8192 never ran
     assert result.exit_code == 1 and "at 1024" in bench["attempts"][0]["reason"]
+
+
+def test_the_loop_builds_the_original_and_the_harness_once_for_every_candidate(monkeypatch, tmp_path):
+    from swzc.verify import bench
+
+    built = []
+
+    class CountingBuilder:
+        def __init__(self, name, kernel, arch, include_dir, folder, *args, **kw):
+            self.folder = Path(folder)
+
+        def variant(self, tag, data):
+            return [f"variant {tag}"], self.folder / f"{tag}.so"
+
+        def harness(self, tag, plan, flush):
+            timings = '{"a": [10.0, 10.0, 10.0], "b": [9.0, 9.0, 9.0], "a2": [10.0, 10.0, 10.0]}'
+            script = f'if [ "$3" = check ]; then echo \'{{"correct": true}}\'; else echo \'{timings}\'; fi\n'
+            return ["harness"], _fake_harness(self.folder, script).harness
+
+        def compile(self, jobs):
+            built.append([command[0] for command, _ in jobs])
+            return [out for _, out in jobs]
+
+    monkeypatch.setattr(bench, "Builder", CountingBuilder)
+    src = load(str(ROOT / "examples" / "naive_gemm.cu"))
+    formulas = [(parse_spec(name), None) for name in ("grouped:8", "grouped:16", "colmajor")]
+    result = bench.bench_kernel(FileContext(src), analyze(FileContext(src)), 0, lambda spec: src.data, formulas,
+                                load_hw("h200"), rounds=3)
+    assert built == [["variant b1", "variant a", "harness"], ["variant b2"], ["variant b3"]]
+    assert [a.status for a in result.attempts] == ["accepted"] * 3

@@ -372,3 +372,22 @@ void launch(const float* in, float* out, int n) { copy2d<<<dim3(n / 1024, n / 10
     ctx, analysis = _ctx(tmp_path, text)
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, Ranking) and got.sweep is not None and got.sweep.points[0].size >= 1024
+
+
+def test_a_host_function_of_one_return_is_evaluated_in_a_launch(tmp_path):
+    text = """\
+static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
+template <typename T> __host__ __device__ constexpr T div_up(T a, T b) { return (a + b - 1) / b; }
+__device__ int twice(int a) { return 2 * a; }
+__global__ void k(const float* A, float* C, int n) { C[blockIdx.y * n + blockIdx.x] = A[blockIdx.x * n + blockIdx.y]; }
+void run(const float* A, float* C, int n) {
+  k<<<dim3(cdiv(100, 16), div_up(40, 16)), dim3(16, 16)>>>(A, C, n);
+  k<<<dim3(cdiv(n, 16), div_up(n, 16)), dim3(16, 16)>>>(A, C, n);
+  k<<<dim3(twice(8), 1), dim3(16, 16)>>>(A, C, n);
+}
+"""
+    _, analysis = _ctx(tmp_path, text)
+    fixed, sized, device = analysis.kernels[0].launches
+    assert fixed.grid == (7, 3, 1)  # as C computes them
+    assert sized.grid is None and sized.sizes == ("n",)  # a size through the function is still a size
+    assert device.grid is None  # a function of the GPU's alone is not what a launch is sized with

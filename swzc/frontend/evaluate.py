@@ -133,9 +133,11 @@ class Scope:
     budget: Budget = field(default_factory=Budget, repr=False, compare=False)
     # each function's index of locals, made once for this scope and the scopes below it (swzc.analysis.kernels)
     functions: dict = field(default_factory=dict, repr=False, compare=False)
+    # host functions whose body is one `return EXPR;` (`ceil_div`), expanded like function-like macros
+    helpers: Mapping[str, Macro] = field(default_factory=dict)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions)
+        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers)
 
     def resolve_type(self, name: str) -> str:
         """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers
@@ -160,7 +162,9 @@ class Scope:
             if name in scope.names:
                 return scope.names[name]
             scope = scope.parent
-        return self.macros.get(name)
+        if name in self.macros:
+            return self.macros[name]
+        return self.helpers.get(name)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from swzc.frontend.build_context import CompileContext
-from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Scope, Value, expression_of
+from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Macro, Scope, Value, expression_of
 from swzc.frontend.preprocess import Preprocessed, Spans, preprocess
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import _strip, declared_name, text, walk
+from swzc.frontend.syntax import _strip, declared_name, function_name, parameter_list, text, walk
 
 _LOOPS = ("while_statement", "do_statement", "for_statement")
 
@@ -34,6 +34,7 @@ def prepare(src: SourceFile, user: Mapping[str, Value | str], context: CompileCo
     pre = preprocess(src, context, budget)
     names: dict[str, Node | None] = {}
     types: dict[str, str | None] = {}
+    helpers: dict[str, Macro | None] = {}
 
     def define(table: dict, name: str, value: object) -> None:
         if name in table and table[name] != value:
@@ -57,14 +58,36 @@ def prepare(src: SourceFile, user: Mapping[str, Value | str], context: CompileCo
                         define(types, text(decl), " ".join(text(node.child_by_field_name("type")).split()))
             elif node.type == "alias_declaration":
                 define(types, text(node.child_by_field_name("name")), " ".join(text(node.child_by_field_name("type")).split()))
+            elif node.type == "function_definition":
+                one = _returns_one_value(node)
+                if one is not None:
+                    define(helpers, *one)
     for name in ("blockIdx", "gridDim", "threadIdx", "blockDim"):
         names.pop(name, None)
     scope = Scope(user=dict(user), names={k: v for k, v in names.items() if v is not None},
-                  macros=pre.macros, types={k: v for k, v in types.items() if v is not None}, budget=budget)
+                  macros=pre.macros, types={k: v for k, v in types.items() if v is not None}, budget=budget,
+                  helpers={k: v for k, v in helpers.items() if v is not None})
     return pre, scope
 
 
-_SCOPE_ITEMS = frozenset({"enumerator", "declaration", "type_definition", "alias_declaration"})
+def _returns_one_value(function: Node) -> tuple[str, Macro] | None:
+    """A host function whose body is one `return EXPR;` over scalar parameters (`ceil_div(a, b)`), as a
+    function-like macro the evaluator can expand; None for any other function."""
+    head = text(function)[: max(0, (function.child_by_field_name("body") or function).start_byte - function.start_byte)]
+    if "__global__" in head or ("__device__" in head and "__host__" not in head):
+        return None  # code of the GPU's alone: not what a launch's sizes are computed with
+    body = function.child_by_field_name("body")
+    statements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+    if len(statements) != 1 or statements[0].type != "return_statement" or not statements[0].named_children:
+        return None
+    params = parameter_list(function)
+    if any(p.pointer for p in params) or not all(p.name.isidentifier() for p in params):
+        return None
+    name = function_name(function).split("::")[-1]
+    return (name, Macro(tuple(p.name for p in params), text(statements[0].named_children[0]))) if name.isidentifier() else None
+
+
+_SCOPE_ITEMS = frozenset({"enumerator", "declaration", "type_definition", "alias_declaration", "function_definition"})
 _SCOPE_CONTAINERS = frozenset({"translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
                                "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                                "preproc_elifdef", "enum_specifier", "enumerator_list", "type_definition"})

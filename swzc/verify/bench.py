@@ -10,8 +10,9 @@ the report, accepted or not.
 
 A check that cannot run to its end (a build that fails, a harness that crashes, times out or prints no
 result) is a failed check, reported with how it ended and the first lines of its output: a kernel is
-declined either as "measured, not faster" or as "the check failed (...)".  Each attempt builds in its own
-temporary folder, removed however the attempt ends.
+declined either as "measured, not faster" or as "the check failed (...)".  A kernel's loop builds in one
+temporary folder of its own, removed however the loop ends: the original's library and the harness once,
+then each candidate's library alone (SizedBencher: a harness per size).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from swzc.verify.harness import (
     Build,
     Builder,
     HarnessResult,
-    build,
     gpu_vendor,
     load_spec,
     plan_launch,
@@ -221,6 +221,28 @@ class Bencher:
         self.attempts: list[Attempt] = []
         self.by_size: list[Attempt] = []  # with --bench-sizes: each candidate at each size
         self.baseline_hit: float | None = None
+        # the generated harness: the original's library and the harness are built once, at the first candidate,
+        # in a folder of the loop's own (removed by `close`); each candidate builds only its own library
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._shared: tuple[Path, Path] | None = None
+        self._built = 0
+
+    def _build(self, rewritten: bytes) -> Build:
+        """The candidate's library, with the original's and the harness built once for every candidate."""
+        assert self.plan is not None
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True)
+        builder = Builder(self.src.path, self.plan.kernel, self.arch, self.include_dir, Path(self._folder.name),
+                          self.src.dialect, self.toolchain, self.flags)
+        self._built += 1
+        jobs = [builder.variant(f"b{self._built}", rewritten)]
+        if self._shared is None:
+            jobs += [builder.variant("a", self.src.data), builder.harness("", self.plan, self.hw.flush_bytes)]
+        built = builder.compile(jobs)
+        if self._shared is None:
+            self._shared = (built[1], built[2])
+        original, harness = self._shared
+        return Build(builder.folder, harness, original, built[0], self.toolchain, self.plan.kernel.partition("<")[0])
 
     def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
         """Build, check, time and profile one candidate; the attempt is also kept for `result`."""
@@ -230,33 +252,29 @@ class Bencher:
         start = time.perf_counter()
         if self.program is not None and self.program.sizes:
             return self._measure_sizes(formula, predicted, start)
-        with tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True) as folder:
-            built: Build | None = None
-            try:
-                if self.program is not None:
-                    result: HarnessResult = run_program(self.src.path, self.src.data, self.rewrite(formula), self.program)
-                else:
-                    assert self.plan is not None
-                    built = build(self.src.path, self.src.data, self.rewrite(formula), self.plan, self.arch, self.hw.flush_bytes,
-                                  self.include_dir, Path(folder), dialect=self.src.dialect, toolchain=self.toolchain,
-                                  flags=self.flags)
-                    result = run_harness(built, self.rounds)
-            except SwzcError as exc:
-                result = HarnessResult(False, exc.message, None, failed=True)
-            if result.failed or result.timing is None:
-                status = "check failed" if result.failed or result.correct else "outputs differ"
-                why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-                attempt = Attempt.unmeasured(formula, predicted, status, why, time.perf_counter() - start)
+        built: Build | None = None
+        try:
+            if self.program is not None:
+                result: HarnessResult = run_program(self.src.path, self.src.data, self.rewrite(formula), self.program)
             else:
-                verdict = judge(result.timing, True)
-                hit = dram = None
-                if built is not None:  # ncu profiles the generated harness, not the user's program
-                    if self.baseline_hit is None:
-                        self.baseline_hit, _ = profile(built, "a")
-                    hit, dram = profile(built, "b")
-                attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
-                                  verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
-                                  time.perf_counter() - start, "accepted" if verdict.accepted else "not faster", formula)
+                built = self._build(self.rewrite(formula))
+                result = run_harness(built, self.rounds)
+        except SwzcError as exc:
+            result = HarnessResult(False, exc.message, None, failed=True)
+        if result.failed or result.timing is None:
+            status = "check failed" if result.failed or result.correct else "outputs differ"
+            why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+            attempt = Attempt.unmeasured(formula, predicted, status, why, time.perf_counter() - start)
+        else:
+            verdict = judge(result.timing, True)
+            hit = dram = None
+            if built is not None:  # ncu profiles the generated harness, not the user's program
+                if self.baseline_hit is None:
+                    self.baseline_hit, _ = profile(built, "a")
+                hit, dram = profile(built, "b")
+            attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
+                              verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
+                              time.perf_counter() - start, "accepted" if verdict.accepted else "not faster", formula)
         self.attempts.append(attempt)
         return attempt
 
@@ -280,7 +298,10 @@ class Bencher:
                            self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
 
     def close(self) -> None:
-        """Nothing outlives an attempt here: each builds in its own folder."""
+        """Remove the builds (the loop's folder)."""
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
 
 
 @dataclass(frozen=True)
@@ -411,8 +432,11 @@ def bench_kernel(ctx: FileContext, analysis: FileAnalysis, index: int, rewrite: 
                  program: ProgramBench | None = None, flags: tuple[str, ...] = ()) -> KernelBench:
     """Try each (formula, predicted hit rate) in order; keep the fastest accepted one."""
     bencher = Bencher(ctx, analysis, index, rewrite, hw, spec_file, rounds, progress, program, flags)
-    for n, (formula, predicted) in enumerate(candidates):
-        bencher.measure(formula, predicted, f"{n + 1}/{len(candidates)}")
+    try:
+        for n, (formula, predicted) in enumerate(candidates):
+            bencher.measure(formula, predicted, f"{n + 1}/{len(candidates)}")
+    finally:
+        bencher.close()
     return bencher.result()
 
 
