@@ -240,7 +240,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
 
     class SizedBencher:
         def __init__(self, ctx, sizes, rewrite, hw, spec_file=None, rounds=30, progress=None, flags=()):
-            asked["sizes"] = [(s.size, s.analysis.kernels[s.index].launches[0].grid) for s in sizes]
+            asked["sizes"] = [(s.size, s.kernel.launches[0].grid) for s in sizes]
             asked["candidates"] = []
             self.rewrite, self.attempts, self.closed = rewrite, [], False
             asked["bencher"] = self

@@ -136,7 +136,7 @@ def measure(path: Path, hw, args) -> dict:
     orders += [p.formula for p in ranking.predictions[:3] if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
     orders += [parse_spec(f) for f in FAMILY]
     orders = list(dict.fromkeys(orders))
-    at = [Size(size, *kernel_at(ctx, kernel, sweep.bindings(size))) for size in sizes]
+    at = [Size(size, kernel_at(ctx, kernel, sweep.bindings(size))) for size in sizes]
 
     def rewrite_one(formula, index: int = index) -> bytes:
         return rewrite_source(ctx, analysis, Options(hw=hw, compile=False), RunPlan(only={index: formula})).new

@@ -11,10 +11,11 @@ its build and the arguments asked with, never on which file or call came first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from swzc.frontend.build_context import CompileContext
+from swzc.frontend.evaluate import Budget
 from swzc.frontend.scope import prepare
 from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import function_name, functions
@@ -49,7 +50,13 @@ class FileContext:
         key = bindings_key(user)
         found = self._prepared.get(key)
         if found is None:
-            found = self._prepared[key] = prepare(self.src, user or {}, self.build)
+            # the directives and the file's names do not depend on the bindings: run once, bound anew (with an
+            # evaluation budget of its own) for each set
+            base = self._prepared.get(())
+            if base is None:
+                base = self._prepared[()] = prepare(self.src, {}, self.build)
+            pre, scope = base
+            found = self._prepared[key] = (pre, replace(scope, user=dict(user or {}), budget=Budget(), functions={}))
         return found
 
     def scope(self, user: Mapping[str, Value | str] | None = None) -> Scope:

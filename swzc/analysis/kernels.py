@@ -38,6 +38,20 @@ def kernel_function(ctx: FileContext, kernel: KernelInfo) -> Node | None:
     return ctx.definitions().get((kernel.name, kernel.line))
 
 
+def relaunched(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str]) -> KernelInfo | None:
+    """The kernel's record with its launches evaluated again under `user` (a sweep's sizes: swzc.model.sweep):
+    the file's launches of it and what their arguments give, the rest of the record as it was.  None where its
+    definition is not in the file."""
+    function = kernel_function(ctx, kernel)
+    if function is None:
+        return None
+    pre, scope = ctx.prepared(user)
+    sites = launch_sites(ctx.src, pre, scope, {kernel.name}).get(kernel.name, ())
+    body = function.child_by_field_name("body")
+    divisor = _decode(ctx.src, body, list(kernel.uses))[0] if kernel.decode is not None and body is not None else None
+    return replace(kernel, launches=tuple(kernel_launches(ctx.src, function, sites, scope, divisor, kernel.tile_loop, None)))
+
+
 def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
             facts: Mapping[str, tuple[LaunchFact, ...]] | None = None, off: frozenset[str] = frozenset()) -> FileAnalysis:
     """The file's kernels as frozen records.  `ctx` holds the file and the build's include folders and

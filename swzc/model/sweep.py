@@ -4,7 +4,8 @@ chosen only with the gate that keeps it off the sizes where it does not pay.
 Where no launch in the file fixes a kernel's grid, the analysis names what would (`Launch.sizes`: the
 launching function's parameters, a variable read from argv, ...).  Each is bound to one value `s` (a square
 problem: M = N = K = s), for `s` in `SIZES`, and the file's launch is evaluated again and ranked by the L2
-model as if the file had fixed it (swzc.model.rank).  The sweep begins where the grid fills the GPU
+model as if the file had fixed it (swzc.model.rank): the whole family at the largest size, its best
+`TOP_ORDERS` and the original at the others.  The sweep begins where the grid fills the GPU
 `MIN_WAVES` times over and ends once the kernel's arrays span `PAST_L2` times the L2 (after `MIN_POINTS`
 sizes at least), or at `MAX_POINTS` sizes.
 
@@ -24,8 +25,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from swzc.analysis.context import bindings_key
-from swzc.analysis.kernels import analyze
-from swzc.analysis.records import FileAnalysis, KernelInfo, Launch
+from swzc.analysis.kernels import relaunched
+from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
 SIZES = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 65536)
 MIN_WAVES = 2  # the sweep starts at the first size whose grid fills the GPU this many times over
 PAST_L2 = 8  # and ends at the first size whose arrays span this many times the L2
+TOP_ORDERS = 4  # the family is ranked whole at the largest size; its best this many at the others
+IDENTITY = SwizzleSpec(())
 MIN_POINTS = 4  # but not before this many sizes (a wide tile's sweep would be two sizes long)
-MAX_POINTS = 10  # or after this many sizes
+MAX_POINTS = 8  # or after this many sizes
 
 
 def sized_launch(kernel: KernelInfo) -> Launch | None:
@@ -75,6 +78,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             return (f"its block is set at run time by {', '.join(launch.block_sizes)} too, and no value of those gives a "
                     f"block; give it with --block {kernel.name}=X,Y")
     points: list[SizePoint] = []
+    kernels: list[tuple[KernelInfo, dict]] = []  # each point's kernel and bindings
     misses = 0
     running: Residency | None = None
     first_failure = ""
@@ -90,7 +94,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
                 break
             first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
             continue
-        got = rank(ctx, at, hw, bound, compiler=compiler, flags=flags, running=running)
+        got = rank(ctx, at, hw, bound, [IDENTITY], compiler=compiler, flags=flags, running=running)  # the sizes first
         if isinstance(got, str):
             if points:
                 break
@@ -108,11 +112,23 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             continue
         rows, cols, _ = got.footprint.tiles
         points.append(SizePoint(size, grid, rows * cols, span, got))
+        kernels.append((at, bound))
         if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
     if not points:
         return first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
-    ranking = _choose(names, tuple(points), hw)
+    # the whole family at the largest size; its best TOP_ORDERS (and identity) at the others
+    ranked: list[SizePoint] = []
+    specs: list[SwizzleSpec] | None = None
+    for point, (at, bound) in reversed(list(zip(points, kernels))):
+        got = rank(ctx, at, hw, bound, specs, compiler=compiler, flags=flags, running=running)
+        if isinstance(got, str):
+            return f"at {said} = {point.size}: {got}"
+        if specs is None:
+            specs = [IDENTITY, *(p.formula for p in got.predictions if isinstance(p.formula, SwizzleSpec)
+                                 and not p.formula.is_identity)][: TOP_ORDERS + 1]
+        ranked.insert(0, replace(point, ranking=got))
+    ranking = _choose(names, tuple(ranked), hw)
     if assumed and ranking.sweep is not None:  # say what the block was taken to be
         block = "x".join(map(str, ranking.footprint.block))
         note = (f" (its block is set at run time: ranked with {', '.join(f'{n} = {v}' for n, v in assumed)}, a {block} "
@@ -151,18 +167,16 @@ def _bindable(name: str) -> bool:
 
 
 def _kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
-    at = kernel_at(ctx, kernel, bound)
-    return at[0].kernels[at[1]] if at is not None else None
+    return kernel_at(ctx, kernel, bound)
 
 
-def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> tuple[FileAnalysis, int] | None:
-    """The file's analysis with `bound` (its launches evaluated at those sizes) and the kernel's place in it.
-    Made once per set of bindings: kernels sized by the same names share it."""
-    key = bindings_key(bound)
-    analysis = ctx.sized.get(key)
-    if analysis is None:
-        analysis = ctx.sized[key] = analyze(ctx, bound)
-    return next(((analysis, i) for i, k in enumerate(analysis.kernels) if k.name == kernel.name and k.line == kernel.line), None)
+def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
+    """The kernel with its launches evaluated with `bound` (swzc.analysis.kernels.relaunched), made once per
+    kernel and set of bindings."""
+    key = (kernel.name, kernel.line, bindings_key(bound))
+    if key not in ctx.sized:
+        ctx.sized[key] = relaunched(ctx, kernel, bound)
+    return ctx.sized[key]
 
 
 def measured_sizes(sweep: SizeSweep, most: int = 4) -> list[int]:

@@ -360,7 +360,7 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         try:
             bencher: Bencher | SizedBencher
             if sweep is not None:
-                bencher = SizedBencher(ctx, _sizes(ctx, analysis, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
+                bencher = SizedBencher(ctx, _sizes(ctx, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
                                        options.launch_spec, options.rounds, options.progress, _compiler(options)[1])
             else:
                 bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
@@ -401,20 +401,17 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                    transcripts=_transcripts(options, searches))
 
 
-def _sizes(ctx: FileContext, analysis: FileAnalysis, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
+def _sizes(ctx: FileContext, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
     """The sizes the loop measures a swept kernel at (swzc.model.sweep.measured_sizes), each with the file's analysis there."""
     sizes = []
     for size in measured_sizes(sweep):
-        if not sweep.names:  # the grids it is launched with: the file's analysis with that launch first
+        if not sweep.names:  # the grids it is launched with: the kernel with that launch alone
             point = next(pt for pt in sweep.points if pt.size == size)
-            launch = next(la for la in kernel.launches if la.grid == point.grid)
-            index = next(i for i, k in enumerate(analysis.kernels) if k is kernel)
-            one = replace(kernel, launches=(launch,))
-            sizes.append(Size(size, replace(analysis, kernels=(*analysis.kernels[:index], one, *analysis.kernels[index + 1:])), index))
+            sizes.append(Size(size, replace(kernel, launches=(next(la for la in kernel.launches if la.grid == point.grid),))))
             continue
         at = kernel_at(ctx, kernel, {**options.bindings, **sweep.bindings(size)})
         if at is not None:
-            sizes.append(Size(size, *at))
+            sizes.append(Size(size, at))
     return sizes
 
 

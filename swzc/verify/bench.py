@@ -29,7 +29,7 @@ from pathlib import Path
 
 from swzc.core import processes
 from swzc.verify.accept import judge
-from swzc.analysis.records import FileAnalysis
+from swzc.analysis.records import FileAnalysis, KernelInfo
 from swzc.core.errors import SwzcError
 from swzc.core.inputs import TOOL_OUTPUT_BYTES, read_regular
 from swzc.verify.harness import (
@@ -306,12 +306,11 @@ class Bencher:
 
 @dataclass(frozen=True)
 class Size:
-    """One size a loop over several measures a kernel at: the value its size names were bound to, and the file's
-    analysis there (its launches evaluated at that size: swzc.model.sweep)."""
+    """One size a loop over several measures a kernel at: the value its size names were bound to, and the kernel
+    there (its launches evaluated at that size: swzc.model.sweep.kernel_at)."""
 
     size: int
-    analysis: FileAnalysis
-    index: int  # the kernel's place in `analysis`
+    kernel: KernelInfo
 
 
 class SizedBencher:
@@ -328,9 +327,9 @@ class SizedBencher:
             raise SwzcError("no size to measure at")
         src = ctx.src
         self.src, self.rewrite, self.hw, self.rounds, self.progress, self.sizes = src, rewrite, hw, rounds, progress, sizes
-        self.kernel = sizes[-1].analysis.kernels[sizes[-1].index]
+        self.kernel = sizes[-1].kernel
         spec = load_spec(spec_file, self.kernel.name)
-        self.plans = [plan_launch(ctx, s.analysis.kernels[s.index], spec) for s in sizes]
+        self.plans = [plan_launch(ctx, s.kernel, spec) for s in sizes]
         self.toolchain = toolchain_for(src.dialect, gpu_vendor())
         arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
         self.profiler = profiler_note(self.toolchain)
