@@ -176,6 +176,24 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
     compiled, never run); otherwise the residency comes from the launch bounds or the default.  `running`:
     a residency found before (an earlier ranking's), used as it is."""
+    surveyed = survey(ctx, kernel, hw, user, compiler, flags, running)
+    if isinstance(surveyed, str):
+        return surveyed
+    fp, running, resident = surveyed
+    divisor = fp.divisor
+    specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
+    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
+    if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
+        return replace(ctx.rankings[key], footprint=fp, residency=running)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
+    return ranking
+
+
+def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
+           compiler: bool = False, flags: tuple[str, ...] = (), running: Residency | None = None
+           ) -> tuple[Footprint, Residency, int] | str:
+    """What `rank` needs before the model runs: the footprint of the kernel's first launch with a known grid,
+    the residency and the blocks resident at once; a reason string where the model cannot rank it."""
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
         seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
@@ -190,16 +208,9 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     if not any(not a.write for a in fp.accesses):
         unwritten = f" (writes not followed: {_listed(fp.unknown)})" if fp.unknown else ""
         return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
-    divisor = fp.divisor
-    specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
     if running is None:
         running = residency(ctx, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
-    resident = _resident(running, kernel, index, hw)
-    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
-    if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
-        return replace(ctx.rankings[key], footprint=fp, residency=running)
-    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
-    return ranking
+    return fp, running, _resident(running, kernel, index, hw)
 
 
 def _footprint(ctx: FileContext, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:

@@ -30,7 +30,7 @@ from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
-from swzc.model.rank import MARGIN_POINTS, NO_DATA, Ranking, SizePoint, SizeSweep, rank, size_bindings
+from swzc.model.rank import MARGIN_POINTS, NO_DATA, Ranking, SizePoint, SizeSweep, rank, size_bindings, survey
 from swzc.model.residency import Residency
 from swzc.formulas.swizzles import SwizzleSpec
 from swzc.target.hw import HardwareModel
@@ -94,7 +94,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
                 break
             first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
             continue
-        got = rank(ctx, at, hw, bound, [IDENTITY], compiler=compiler, flags=flags, running=running)  # the sizes first
+        got = survey(ctx, at, hw, bound, compiler, flags, running)  # the sizes first, the model after
         if isinstance(got, str):
             if points:
                 break
@@ -104,14 +104,13 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             if not got.startswith("no launch"):
                 return first_failure  # the model cannot follow the kernel at any size: say which access
             continue
-        running = got.residency
-        resident = running.resident_blocks(hw) if running is not None else hw.compute_units
-        blocks = got.footprint.grid[0] * got.footprint.grid[1] * got.footprint.grid[2]
-        span = data_bytes(got.footprint)
+        fp, running, resident = got
+        blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
+        span = data_bytes(fp)
         if blocks < MIN_WAVES * resident and size != SIZES[-1]:
             continue
-        rows, cols, _ = got.footprint.tiles
-        points.append(SizePoint(size, grid, rows * cols, span, got))
+        rows, cols, _ = fp.tiles
+        points.append(SizePoint(size, grid, rows * cols, span, None))  # type: ignore[arg-type]  # ranked below
         kernels.append((at, bound))
         if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
