@@ -21,7 +21,7 @@ measures them (swzc.verify).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from swzc.analysis.context import bindings_key
