@@ -292,8 +292,8 @@ def _compiler(options: Options) -> tuple[bool, tuple[str, ...]]:
 
 def _proof_text(proof: Proof, kernel: KernelInfo, spec: Formula | None = None) -> str:
     if isinstance(spec, SwizzleSpec) and spec.gate and not proof.sampled:
-        return (f"bijection on {len(proof.shapes)} grids: those swept, {spec.gate - 1}, {spec.gate} and {spec.gate + 1} "
-                "tiles on either side of the gate, and small non-divisible ones")
+        return (f"bijection on {len(proof.shapes)} grids: its own (those swept, where its sizes are set at run time), "
+                f"{spec.gate - 1}, {spec.gate} and {spec.gate + 1} tiles on either side of the gate, and small non-divisible ones")
     if kernel.tile_loop is not None:  # proven over the tiles the loop walks, not over the blocks
         if proof.sampled:
             return f"bijection on {len(proof.shapes)} sample tile spaces (the file does not fix this loop's tile count)"
