@@ -152,6 +152,11 @@ TARGETS = (
                              "    while False:\n"),)),
     Target("block_index", "passes/block_index.py", "hazard detection", ALL_TESTS),
     Target("tile_loop_pass", "passes/tile_loop.py", "hazard detection", ALL_TESTS),
+    # sizes set at run time: the sweep and its choice (model/sweep.py), and the loop's rule over several sizes
+    Target("sweep", "swzc/model/sweep.py", "sizes", ALL_TESTS,
+           functions=("rank_over_sizes", "pays", "crossovers", "_choose", "_gated", "measured_sizes", "rank_over_launches",
+                      "_block", "_bindable", "data_bytes")),
+    Target("sized_loop", "swzc/verify/bench.py", "sizes", ALL_TESTS, functions=("_combined", "_sized_attempt", "size_table")),
     Target("harness", "swzc/verify/harness.py", "harness comparison", ALL_TESTS,
            functions=("harness_source", "fill_parts", "_buffer_shape", "run_harness", "_json_lines")),
     Target("harness_host", "swzc/native/harness_host.h", "harness comparison", HOST_TESTS, text_mutants=(
@@ -269,7 +274,7 @@ TARGETS = (
     )),
 )
 
-GROUPS = ("prove", "pipeline", "edits", "patch", "compile", "hazard detection", "harness comparison", "safe subset",
+GROUPS = ("prove", "pipeline", "edits", "patch", "compile", "hazard detection", "sizes", "harness comparison", "safe subset",
           "allow-lists")
 
 # ---- the mutants ----------------------------------------------------------------------------------------------
