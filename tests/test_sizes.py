@@ -391,3 +391,21 @@ void run(const float* A, float* C, int n) {
     assert fixed.grid == (7, 3, 1)  # as C computes them
     assert sized.grid is None and sized.sizes == ("n",)  # a size through the function is still a size
     assert device.grid is None  # a function of the GPU's alone is not what a launch is sized with
+
+
+def test_a_recursive_host_function_is_not_followed(tmp_path):
+    text = """\
+int f(int a) { return f(a) + f(a + 1) + f(a + 2) + f(a + 3) + f(a + 4) + f(a + 5); }
+int g(int a) { return a > 0 ? g(a - 1) * 2 + g(a - 1) : 1; }
+int h(int a) { return a + m; }
+__global__ void k(const float* A, float* C, int n) { C[blockIdx.y * n + blockIdx.x] = A[blockIdx.x * n + blockIdx.y]; }
+void run(const float* A, float* C, int n) {
+  const int m = 7;
+  k<<<dim3(f(n), g(40)), dim3(16, 16)>>>(A, C, n);
+  k<<<dim3(h(1), 2), dim3(16, 16)>>>(A, C, n);
+}
+"""
+    ctx, _ = _ctx(tmp_path, text)
+    recursive, caller = analyze(ctx, {"n": 1024}).kernels[0].launches
+    assert recursive.grid is None
+    assert caller.grid is None  # a function does not see the names of the place it is called from

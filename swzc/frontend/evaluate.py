@@ -104,6 +104,13 @@ class Macro:
     body: str
 
 
+@dataclass(frozen=True)
+class Function(Macro):
+    """A host function whose body is one `return EXPR;` (`ceil_div`): expanded like a function-like macro, but
+    in the file's scope (a function does not see its caller's names), once per argument values, and never
+    within itself (a recursive function is not followed)."""
+
+
 class Budget:
     """A limit on evaluation work shared by every evaluator of one analysis, and the memo that keeps
     nested function-like macros from costing exponential time.  Spent: every later value is unknown."""
@@ -133,8 +140,8 @@ class Scope:
     budget: Budget = field(default_factory=Budget, repr=False, compare=False)
     # each function's index of locals, made once for this scope and the scopes below it (swzc.analysis.kernels)
     functions: dict = field(default_factory=dict, repr=False, compare=False)
-    # host functions whose body is one `return EXPR;` (`ceil_div`), expanded like function-like macros
-    helpers: Mapping[str, Macro] = field(default_factory=dict)
+    # host functions whose body is one `return EXPR;` (`ceil_div`)
+    helpers: Mapping[str, Function] = field(default_factory=dict)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
         return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers)
@@ -321,6 +328,8 @@ class Evaluator:
             values = [self.value(a, depth) for a in args]
             if any(v is None for v in values):
                 return None
+            if isinstance(bound, Function):
+                return self._function(bound, values, depth)
             # The body's free names resolve where the macro is used, so the memo is per scope (kept alive
             # in the memo, so that its id is not reused).
             key = (bound, tuple(values), id(self.scope))
@@ -338,6 +347,21 @@ class Evaluator:
             except (TypeError, ValueError, OverflowError):
                 return None
         return None
+
+    def _function(self, function: Function, values: list[Value], depth: int) -> Value | None:
+        """A host function's value for `values`, in the file's scope; a call already being evaluated (recursion)
+        has none, and each is evaluated once per set of values."""
+        root = self.scope
+        while root.parent is not None:
+            root = root.parent
+        key = (function, tuple(values), id(root))
+        memo = self.scope.budget.memo
+        if key not in memo:
+            memo[key] = (root, None)  # in progress: a recursive call finds no value
+            body = expression_of(function.body)
+            inner = type(self)(root.child(dict(zip(function.params or (), values))))  # type: ignore[arg-type]
+            memo[key] = (root, inner.value(body, depth) if body is not None else None)
+        return memo[key][1]
 
     def _name(self, name: str, depth: int) -> Value | Dim3 | None:
         bound = self.scope.find(name)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from swzc.frontend.build_context import CompileContext
-from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Macro, Scope, Value, expression_of
+from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Function, Scope, Value, expression_of
 from swzc.frontend.preprocess import Preprocessed, Spans, preprocess
 from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import _strip, declared_name, function_name, parameter_list, text, walk
@@ -34,7 +34,7 @@ def prepare(src: SourceFile, user: Mapping[str, Value | str], context: CompileCo
     pre = preprocess(src, context, budget)
     names: dict[str, Node | None] = {}
     types: dict[str, str | None] = {}
-    helpers: dict[str, Macro | None] = {}
+    helpers: dict[str, Function | None] = {}
 
     def define(table: dict, name: str, value: object) -> None:
         if name in table and table[name] != value:
@@ -70,9 +70,9 @@ def prepare(src: SourceFile, user: Mapping[str, Value | str], context: CompileCo
     return pre, scope
 
 
-def _returns_one_value(function: Node) -> tuple[str, Macro] | None:
-    """A host function whose body is one `return EXPR;` over scalar parameters (`ceil_div(a, b)`), as a
-    function-like macro the evaluator can expand; None for any other function."""
+def _returns_one_value(function: Node) -> tuple[str, Function] | None:
+    """A host function whose body is one `return EXPR;` over scalar parameters (`ceil_div(a, b)`), for the
+    evaluator to expand (swzc.frontend.evaluate.Function); None for any other function."""
     head = text(function)[: max(0, (function.child_by_field_name("body") or function).start_byte - function.start_byte)]
     if "__global__" in head or ("__device__" in head and "__host__" not in head):
         return None  # code of the GPU's alone: not what a launch's sizes are computed with
@@ -84,7 +84,7 @@ def _returns_one_value(function: Node) -> tuple[str, Macro] | None:
     if any(p.pointer for p in params) or not all(p.name.isidentifier() for p in params):
         return None
     name = function_name(function).split("::")[-1]
-    return (name, Macro(tuple(p.name for p in params), text(statements[0].named_children[0]))) if name.isidentifier() else None
+    return (name, Function(tuple(p.name for p in params), text(statements[0].named_children[0]))) if name.isidentifier() else None
 
 
 _SCOPE_ITEMS = frozenset({"enumerator", "declaration", "type_definition", "alias_declaration", "function_definition"})
