@@ -84,7 +84,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     first_failure = ""
     for size in SIZES:
         bound = {**user, **size_bindings(names, size, assumed)}
-        at = _kernel_at(ctx, kernel, bound)
+        at = kernel_at(ctx, kernel, bound)
         if at is None:
             break
         grid = next((la.grid for la in at.launches if la.grid is not None), None)
@@ -147,7 +147,7 @@ def _block(ctx: FileContext, kernel: KernelInfo, names: tuple[str, ...], block: 
     best: tuple[int, tuple[tuple[str, int], ...]] | None = None
     for value in BLOCK_VALUES:
         assumed = tuple((n, value) for n in block)
-        at = _kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)})
+        at = kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)})
         dims = at.launches[0].block if at is not None and at.launches else None
         if dims is None:
             continue
@@ -163,10 +163,6 @@ def _bindable(name: str) -> bool:
     """A name a sweep can bind: an identifier, or a dim3's field (`dims.x`), whose dim3 it binds."""
     base, dot, axis = name.partition(".")
     return base.isidentifier() and (not dot or axis in ("x", "y", "z"))
-
-
-def _kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
-    return kernel_at(ctx, kernel, bound)
 
 
 def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:
