@@ -53,7 +53,8 @@ def test_without_the_setting_the_header_is_not_found(project):
     assert doc["hw"] == "h200" and doc["kernels"][0]["status"] == "unranked" and not doc["kernels"][0]["candidates"]
 
 
-@pytest.mark.parametrize("key", ["bench = true", 'bench-cmd = "./run"', 'output = "x.cu"', 'llm_replay = "t.json"'])
+@pytest.mark.parametrize("key", ["bench = true", 'bench-cmd = "./run"', 'bench-sizes = "1024,4096"', 'output = "x.cu"',
+                                 'llm_replay = "t.json"'])
 def test_a_project_cannot_ask_to_run_code_or_where_output_goes(project, key):
     configure(project, key + "\n")
     result = rewrite()

@@ -37,8 +37,8 @@ USER_KEYS = PROJECT_KEYS | frozenset({
     "bench-runs", "time-regex", "check-regex",
 })
 # Per run, on the command line only: running the code, outputs, recorded LLM exchanges.
-COMMAND_LINE_ONLY = frozenset({"bench", "bench-cmd", "build-cmd", "in-place", "output", "patch", "report", "llm-replay",
-                               "llm-transcript"})
+COMMAND_LINE_ONLY = frozenset({"bench", "bench-cmd", "bench-sizes", "build-cmd", "in-place", "output", "patch", "report",
+                               "llm-replay", "llm-transcript"})
 PATH_KEYS = frozenset({"include-dir", "build-path", "launch-spec"})  # relative to the file's folder
 
 # Compile flags a project may ask for: each changes how the code is compiled, none which program runs or
