@@ -101,7 +101,9 @@ def test_a_size_not_known_is_named_with_the_option_that_gives_it(tmp_path):
 
     assert "the block size of tr is not known: the file does not fix it; give it with --block tr=X,Y" in reason("--grid", "tr=128,128")
     path.write_text(kernel + "int pick(int);\nvoid run(const float* a, float* b, int n) { tr<<<dim3(pick(n), pick(n)), dim3(32, 32)>>>(a, b); }\n")
-    assert "no launch in this file fixes the grid (line 6: dim3(pick(n), pick(n)); give it with --grid tr=X,Y" in reason()
+    said = reason()  # a function declared, not defined here: named, with the options that give the grid
+    assert "its launch at line 6 calls pick(), whose body is in neither this file nor a header" in said
+    assert "give the grid with --grid tr=X,Y" in said
     path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(n, n), dim3(32, 32)>>>(a, b); }\n")
     assert "n swept from" in reason()  # a size it names is ranged over (swzc.model.sweep)
     path.write_text(kernel + "void run(const float* a, float* b, int n) { tr<<<dim3(128, 128), dim3(n, n)>>>(a, b); }\n")

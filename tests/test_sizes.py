@@ -77,6 +77,19 @@ def _ctx(tmp_path, text: str, name: str = "k.cu") -> tuple[FileContext, object]:
      ("dims.x", "dims.y")),
     # a grid the file fixes: only the unknown integer argument
     ("void run(int K) {\n  k<<<dim3(64, 64), dim3(16, 16)>>>(0, 0, 1024, 1024, K);\n}", ("K",)),
+    # a dim3 of several parts: every part's names, not only the first unknown one's
+    ("void run(int M, int N, int K) {\n  dim3 g;\n  g.x = N / 16;\n  g.y = M / 16;\n  g.z = K;\n"
+     "  k<<<g, dim3(16, 16)>>>(0, 0, 64, 64, 64);\n}", ("N", "M", "K")),
+    # a choice whose two arms are the same: what the condition reads does not set the grid
+    ("void run(int n, int flag) {\n  const int t = flag < 128 ? 16 : 16;\n  k<<<dim3(n / t, n / t), dim3(16, 16)>>>(0, 0, n, n, n);\n}",
+     ("n",)),
+    # a field an argument reads is not a size (the grid does not need it)
+    ("struct P { int m; };\nvoid run(int n, P p) {\n  k<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(0, 0, p.m, n, n);\n}", ("n",)),
+    # a function nothing here defines: named as a call, which no size binds
+    ("void run(int n) {\n  k<<<dim3(div_up(n, 16), div_up(n, 16)), dim3(16, 16)>>>(0, 0, n, n, n);\n}", ("n", "div_up()")),
+    # a host function the file defines is followed: its argument is the size, not the local it sets
+    ("int tiles(int n) { return n / 16; }\nvoid run(int n) {\n  const int t = tiles(n);\n"
+     "  k<<<dim3(t, t), dim3(16, 16)>>>(0, 0, n, n, n);\n}", ("n",)),
 ])
 def test_launch_sizes_name_what_sets_the_grid(tmp_path, host, expected):
     kernel = ("#include <cstdlib>\n__global__ void k(const float* A, float* C, int M, int N, int K) {\n"
@@ -409,3 +422,44 @@ void run(const float* A, float* C, int n) {
     recursive, caller = analyze(ctx, {"n": 1024}).kernels[0].launches
     assert recursive.grid is None
     assert caller.grid is None  # a function does not see the names of the place it is called from
+
+
+def test_a_launch_through_a_function_nothing_defines_says_which(tmp_path):
+    text = RUNTIME_GEMM.replace("dim3 grid((N + 31) / 32, (M + 7) / 8);", "dim3 grid(div_up(N, 32), div_up(M, 8));")
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, str) and "calls div_up(), whose body is in neither this file nor a header" in got
+    assert "--grid gemm=" in got
+    # defined in the file: followed, and the kernel is swept
+    ctx, analysis = _ctx(tmp_path, "static int div_up(int a, int b) { return (a + b - 1) / b; }\n" + text)
+    assert isinstance(rank_kernels(ctx, analysis, load_hw("h100"), {})[0], Ranking)
+
+
+GATHER = """\
+__global__ void gather(const float* a, const int* idx, float* out, int n) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < n && col < n) out[row * n + col] = a[idx[row * n + col]];
+}
+"""
+
+
+@pytest.mark.parametrize("host, where", [
+    ("void run(const float* a, const int* idx, float* out, int n) {\n"
+     "  gather<<<dim3(div_up(n, 16), div_up(n, 16)), dim3(16, 16)>>>(a, idx, out, n);\n}\n", "set at run time at line 7"),
+    ("", "launched nowhere in this file"),
+])
+def test_a_kernel_whose_grid_no_size_decides_says_which_read_the_model_cannot_follow(tmp_path, host, where):
+    """Whatever its grid, the model could not rank it: the read is named, not the grid."""
+    ctx, analysis = _ctx(tmp_path, GATHER + host)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, str) and got.startswith("the model cannot follow 1 global read(s): line 4: a: an index read")
+    assert f"whatever its grid, {where}" in got
+
+
+def test_a_kernel_launched_nowhere_whose_reads_the_model_follows_asks_for_its_grid(tmp_path):
+    """Its integer arguments stand in at 4096 for the probe: an unknown size is not an unfollowed read."""
+    text = GATHER.replace("a[idx[row * n + col]]", "a[col * n + row]")
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (give it with --grid gather=")

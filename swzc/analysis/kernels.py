@@ -20,7 +20,7 @@ from swzc.analysis import tileloop
 from swzc.analysis.calls import Readers, _callees, _calls, _reach, external_helper_hazards, find_readers, unseen_reader_hazards
 from swzc.analysis.hazards import (_BLOCK_INDEX_TEXT, _block_macros, _Broken, _hazards, _kernels_in_errors, _set_aside_hazards,
                                    _syntax_hazards, _volatile_names)
-from swzc.analysis.launches import Site, kernel_launches, launch_sites
+from swzc.analysis.launches import Site, integer_parameters, kernel_launches, launch_sites
 from swzc.analysis.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, LaunchFact
 from swzc.analysis.splice_safety import side_effect_in, splice_text
 from swzc.frontend import queries
@@ -36,6 +36,12 @@ if TYPE_CHECKING:
 def kernel_function(ctx: FileContext, kernel: KernelInfo) -> Node | None:
     """The definition a KernelInfo was made from (the file's functions are indexed once, in its context)."""
     return ctx.definitions().get((kernel.name, kernel.line))
+
+
+def integer_arguments(ctx: FileContext, kernel: KernelInfo) -> tuple[str, ...]:
+    """The kernel's parameters of an integer type, by name; () where its definition is not in the file."""
+    function = kernel_function(ctx, kernel)
+    return integer_parameters(function) if function is not None else ()
 
 
 def relaunched(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str]) -> KernelInfo | None:

@@ -50,9 +50,14 @@ def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], sc
     it fixes or lets the compiler deduce, and the tile decode divisor (`divisor`) or the tile loop's count
     and columns (`loop`) they give; then with what --grid/--block or a run says of them (`facts`)."""
     params, tparams = parameters(function)
-    integers = {p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type)}
+    integers = set(integer_parameters(function))
     launches = [_bound(src, function, site, params, tparams, scope, divisor, loop, integers) for site in sites]
     return _with_facts(src, function, launches, facts, scope, divisor, loop) if facts else launches
+
+
+def integer_parameters(function: Node) -> tuple[str, ...]:
+    """The names of a kernel's parameters of an integer type (passed by value)."""
+    return tuple(p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type))
 
 
 def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,
@@ -71,8 +76,10 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             bound[pname] = value
         elif arg.type == "type_descriptor":
             types[pname] = " ".join(text(arg).split())
-        elif pname in integers:
-            _Evaluator(site.host, sizes).value(arg)
+        elif pname in integers:  # only plain names: a field or call an argument reads is not what sets the grid
+            named: list[str] = []
+            _Evaluator(site.host, named).value(arg)
+            sizes += [n for n in named if n.isidentifier()]
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
     record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
                      sizes=tuple(n for n in dict.fromkeys(sizes) if n not in site.launch.block_sizes))

@@ -270,10 +270,17 @@ class Evaluator:
                 return None
             return _BINARY[op](left, right)
         if kind == "conditional_expression":
+            mark = len(self.free) if self.free is not None else 0
             cond = self.value(node.child_by_field_name("condition"), depth)
-            if cond is None:
-                return None
-            return self.value(node.child_by_field_name("consequence" if cond else "alternative"), depth)
+            if cond is not None:
+                return self.value(node.child_by_field_name("consequence" if cond else "alternative"), depth)
+            either = self.value(node.child_by_field_name("consequence"), depth)
+            other = self.value(node.child_by_field_name("alternative"), depth)
+            if either is not None and either == other:
+                if self.free is not None:  # the same either way: what the condition names does not set it
+                    del self.free[mark:]
+                return either
+            return None
         if kind == "cast_expression":
             return self._cast(_text(node.child_by_field_name("type")), self.value(node.child_by_field_name("value"), depth))
         if kind == "sizeof_expression":
@@ -346,6 +353,10 @@ class Evaluator:
                 return _CALLS[name](*values)
             except (TypeError, ValueError, OverflowError):
                 return None
+        if self.free is not None:  # a function nothing here defines: named as a call (`f()`), which no size binds
+            for a in args:
+                self.value(a, depth)
+            self.free.append(f"{' '.join(name.split())}()")
         return None
 
     def _function(self, function: Function, values: list[Value], depth: int) -> Value | None:
@@ -372,7 +383,7 @@ class Evaluator:
                 return self.value(bound, depth)
             mark = len(self.free)
             found = self.value(bound, depth)
-            if found is None and (len(self.free) == mark or _run_time(bound)):
+            if found is None and (len(self.free) == mark or _run_time(bound, self.scope)):
                 del self.free[mark:]
                 self.free.append(name)
             return found
@@ -396,15 +407,28 @@ _RUN_TIME = frozenset({"call_expression", "conditional_expression", "field_expre
                        "pointer_expression"})
 
 
-def _run_time(node: Node) -> bool:
-    """Whether an expression holds what only a run decides: a call, a choice, a read through a pointer or field."""
+def _run_time(node: Node, scope: Scope) -> bool:
+    """Whether an expression holds what only a run decides: a call (not of a function or macro evaluated here),
+    a choice, a read through a pointer or field."""
     stack = [node]
     while stack:
         n = stack.pop()
+        if n.type == "call_expression" and _evaluated(n, scope):
+            stack.extend(_named(n.child_by_field_name("arguments")) if n.child_by_field_name("arguments") else ())
+            continue
         if n.type in _RUN_TIME:
             return True
         stack.extend(n.named_children)
     return False
+
+
+def _evaluated(call: Node, scope: Scope) -> bool:
+    """Whether a call is one the evaluator computes: a macro or host function of the file, or a known one."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "identifier":
+        return False
+    name = _text(function)
+    return name in _CALLS or isinstance(scope.find(name), Macro) and scope.find(name).params is not None  # type: ignore[union-attr]
 
 
 def _text(node: Node | None) -> str:

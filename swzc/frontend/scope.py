@@ -283,15 +283,11 @@ class _Evaluator(Evaluator):
             bound = self.scope.find(text(node))
             if isinstance(bound, _Dim3Parts):
                 base = self.dim3(bound.base, depth + 1) if bound.base is not None else (1, 1, 1)
-                if base is None:
+                # every part is evaluated before giving up, so that each name the grid needs is traced
+                values = [None if part is None else self.value(part, depth + 1) for part in bound.parts]
+                if base is None or any(v is None for v, part in zip(values, bound.parts) if part is not None):
                     return None
-                dims = list(base)
-                for i, part in enumerate(bound.parts):
-                    if part is not None:
-                        value = self.value(part, depth + 1)
-                        if value is None:
-                            return None
-                        dims[i] = int(value)
+                dims = [d if v is None else int(v) for d, v in zip(base, values)]
                 return dims[0], dims[1], dims[2]
             if isinstance(bound, Node) and bound.type == "argument_list":
                 return self.dim3(bound, depth + 1)

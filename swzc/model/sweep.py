@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from swzc.analysis.context import bindings_key
-from swzc.analysis.kernels import relaunched
+from swzc.analysis.kernels import integer_arguments, relaunched
 from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
@@ -67,16 +67,21 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     if not names:
         return f"the sizes {', '.join(launch.sizes)} are given with --set and still do not fix the grid"
     said = " = ".join(names)
-    fields = [n for n in (*names, *launch.block_sizes) if not _bindable(n)]
-    if fields:
-        return (f"the grid is set at run time through {', '.join(fields)}, which a sweep of sizes cannot bind (--set takes "
-                f"names); give the grid with --grid {kernel.name}=X,Y")
+    calls = [n for n in (*names, *launch.block_sizes) if n.endswith("()")]
+    fields = [n for n in (*names, *launch.block_sizes) if not _bindable(n) and n not in calls]
+    if calls or fields:
+        why = (f"its launch at line {launch.line} calls {', '.join(calls)}, whose body is in neither this file nor a header "
+               "it reads (-I adds a header's folder)" if calls else
+               f"the grid is set at run time through {', '.join(fields)}, which a sweep of sizes cannot bind (--set takes names)")
+        return _unfollowed(ctx, kernel, hw, user, tuple(n for n in names if _bindable(n))) or \
+            f"{why}; give the grid with --grid {kernel.name}=X,Y"
     assumed: tuple[tuple[str, int], ...] = ()
     if launch.block is None:
         assumed = _block(ctx, kernel, names, tuple(n for n in launch.block_sizes if n not in user), user)
         if not assumed:
-            return (f"its block is set at run time by {', '.join(launch.block_sizes)} too, and no value of those gives a "
-                    f"block; give it with --block {kernel.name}=X,Y")
+            return _unfollowed(ctx, kernel, hw, user, names) or (
+                f"its block is set at run time by {', '.join(launch.block_sizes)} too, and no value of those gives a "
+                f"block; give it with --block {kernel.name}=X,Y")
     points: list[SizePoint] = []
     kernels: list[tuple[KernelInfo, dict]] = []  # each point's kernel and bindings
     misses = 0
@@ -100,9 +105,9 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
                 break
             if got.startswith(NO_DATA):
                 return got  # nothing read: a decline at every size
-            first_failure = first_failure or f"at {said} = {size}: {got}"
             if not got.startswith("no launch"):
-                return first_failure  # the model cannot follow the kernel at any size: say which access
+                return f"at {said} = {size}: {got}"  # the model cannot follow the kernel at any size: say which access
+            first_failure = first_failure or f"at {said} = {size}: {got}"
             continue
         fp, running, resident = got
         blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
@@ -115,7 +120,8 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
         if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
     if not points:
-        return first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
+        return _unfollowed(ctx, kernel, hw, user, names, assumed) or \
+            first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
     # the whole family at the largest size; its best TOP_ORDERS (and identity) at the others
     ranked: list[SizePoint] = []
     specs: list[SwizzleSpec] | None = None
@@ -157,6 +163,51 @@ def _block(ctx: FileContext, kernel: KernelInfo, names: tuple[str, ...], block: 
         if distance == 0:
             break
     return best[1] if best is not None else ()
+
+
+PROBE_GRID = {1: (4096, 1, 1), 2: (64, 64, 1), 3: (16, 16, 16)}  # by the highest block-index axis the kernel reads
+PROBE_BLOCK = {1: (256, 1, 1), 2: (16, 16, 1), 3: (8, 8, 4)}
+
+
+def unsized(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None) -> str:
+    """Why a kernel whose grid no launch in the file fixes, and which no sweep ranges over, stays unranked,
+    where more can be said than that: the model cannot follow a read (whatever the grid), or the launch's
+    block is what swzc does not evaluate; '' otherwise."""
+    if kernel.tile_loop is not None or any(la.grid is not None for la in kernel.launches):
+        return ""
+    user = dict(user or {})
+    first = kernel.launches[0] if kernel.launches else None
+    names = tuple(n for n in first.sizes if _bindable(n) and n.partition(".")[0] not in user) if first else ()
+    followed = _unfollowed(ctx, kernel, hw, user, names)
+    if followed or first is None:
+        return followed
+    if first.sizes and first.block is None and not first.block_sizes:
+        return (f"its block at line {first.line} ({' '.join(first.block_text.split())[:60]}) is what swzc does not "
+                f"evaluate; give it with --block {kernel.name}=X,Y, and the sizes with --set")
+    return ""
+
+
+def _unfollowed(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str],
+                names: tuple[str, ...], assumed: tuple[tuple[str, int], ...] = ()) -> str:
+    """Where no size decides the grid, whether the model could follow the kernel's reads at all: its first
+    launch at 4096 (a kernel launched nowhere in the file: a launch of no arguments) with a stand-in grid, and
+    block where none is known, is surveyed only to say which read the model cannot follow ('' where it can,
+    where the kernel's definition is not in the file, or where the reads depend on what is not known).
+    Nothing is ranked from the stand-in."""
+    at = kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)}) if kernel.launches else kernel
+    if at is None:
+        return ""
+    axes = max(1, min(3, kernel.dims))
+    first = at.launches[0] if at.launches else Launch(kernel.name, 0, "", "", "", None, None)
+    given = dict(first.bindings)  # integer arguments no launch fixes: 4096, as the sizes are
+    unset = {n: 4096 for n in integer_arguments(ctx, kernel) if n not in given and n not in user}
+    stand_in = replace(first, grid=PROBE_GRID[axes], block=first.block or PROBE_BLOCK[axes],
+                       bindings=tuple(sorted({**unset, **given}.items())))
+    got = survey(ctx, replace(at, launches=(stand_in,)), hw, dict(user), False, (), None)
+    if isinstance(got, str) and got.startswith("the model cannot follow"):
+        where = f"set at run time at line {first.line}" if first.line else "launched nowhere in this file"
+        return f"{got} (whatever its grid, {where})"
+    return ""
 
 
 def _bindable(name: str) -> bool:

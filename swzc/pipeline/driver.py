@@ -32,7 +32,7 @@ from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
-from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch
+from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch, unsized
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, rank
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -273,6 +273,8 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         if isinstance(swept, Ranking):
             return swept
         return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
+    if isinstance(got, str) and sizes and got.startswith("no launch in this file fixes"):
+        got = unsized(ctx, kernel, hw, bindings) or got
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -368,6 +370,8 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
+        if isinstance(bencher, SizedBencher):  # what is known to be tried is built at once
+            bencher.prebuild(_planned(task, proposers, options.max_iterations))
 
         def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
             a = bencher.measure(formula, predicted, position)
@@ -399,6 +403,17 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                            RunPlan(only=chosen, declined=declined, notes=notes, ranked=ranked))
     return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes), searches=tuple(searches),
                    transcripts=_transcripts(options, searches))
+
+
+def _planned(task: KernelTask, proposers: list[Proposer], iterations: int) -> list[Formula]:
+    """The candidates a loop will measure that are known before it starts: the built-in ones, a forced order."""
+    planned: list[Formula] = []
+    for proposer in proposers:
+        if isinstance(proposer, BuiltinProposer):
+            planned += [formula for formula, _ in proposer.candidates(task)][:iterations]
+        elif isinstance(proposer, Forced):
+            planned.append(proposer.formula)
+    return planned
 
 
 def _sizes(ctx: FileContext, kernel: KernelInfo, sweep: SizeSweep, options: Options) -> list[Size]:
