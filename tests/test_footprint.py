@@ -141,6 +141,8 @@ CAST_FORMS = {
     "__ldg of an address": ("float v = __ldg(&A[threadIdx.x * 8]);", 0, -4),
     "__ldcs of a cast": ("float2 v = __ldcs(reinterpret_cast<const float2*>(A) + threadIdx.x);", 0, 8),
     "auto pointer": ("auto p = A + 16;\n  float v = p[threadIdx.x];", 64, 4),
+    "a macro of the address of its argument": ("\n#define F4(value) (reinterpret_cast<const float4 *>(&(value))[0])\n"
+                                               "  float4 v = F4(A[threadIdx.x * 4]);", 0, 16),
 }
 
 

@@ -104,6 +104,9 @@ class Addresses:
             arg = arg.named_children[0]
         if arg is None:
             raise _CannotFollow("address of nothing")
+        if arg.type == "identifier" and ctx is not None and text(arg) in ctx.env:  # a macro's or helper's parameter:
+            bound, outer = ctx.env[text(arg)]  # the address of the caller's argument (`&(value)`, value = a[i])
+            return self._address_of(bound, outer, depth + 1)
         if arg.type == "subscript_expression":
             return self.element(arg, ctx, depth)[0]
         if arg.type == "pointer_expression" and text(arg.child_by_field_name("operator")) == "*":
