@@ -10,6 +10,8 @@ from swzc.core.errors import SwzcError
 from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
 from swzc.frontend.source import load_bytes
 from swzc.analysis.context import FileContext
+from swzc.formulas.swizzles import parse_spec
+from swzc.model.sweep import kernel_at
 
 FILE = b"""\
 #define TILE 16
@@ -245,6 +247,9 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
             self.rewrite, self.attempts, self.closed = rewrite, [], False
             asked["bencher"] = self
 
+        def prebuild(self, formulas):
+            asked["prebuilt"] = [f.name for f in formulas]
+
         def measure(self, formula, predicted, position=""):
             asked["candidates"].append(formula.name)
             asked.setdefault("text", self.rewrite(formula))
@@ -273,5 +278,62 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     tiles = [(size // 32) * (size // 8) for size in sizes]
     assert tiles[0] < gate <= tiles[-1]  # the sizes span the first candidate's gate
     assert asked["bencher"].closed
+    assert asked["prebuilt"] == asked["candidates"]  # built at once, before the first was measured
     (outcome,) = result.outcomes
     assert outcome.status == "rewritten" and outcome.swizzle == asked["candidates"][0]
+
+
+def test_the_sized_loop_builds_in_one_batch_stops_at_a_slower_size_and_profiles_only_what_it_accepts(monkeypatch):
+    """The loop's fixed costs: every planned candidate is compiled in one batch with the original and the
+    harnesses; a candidate slower beyond the noise at one size is not run at the larger ones (it cannot be
+    accepted); the profiler runs only on a candidate accepted at the largest size."""
+    from swzc.verify import bench
+    from swzc.verify.harness import HarnessResult, Timing
+
+    batches, ran, profiled = [], [], []
+
+    def compile_each(self, jobs):
+        batches.append([out.name for _, out in jobs])
+        return [out for _, out in jobs]
+
+    speed = {"b1": 1.25, "b2": 1.0, "b3": 0.8}  # candidate time over the original's: slower, the same, faster
+
+    def run_harness(built, rounds=30):
+        tag = built.b.name.split(".")[-2]
+        ran.append((tag, built.harness.name))
+        base = tuple(1.0 + 0.001 * (i % 3) for i in range(rounds))
+        return HarnessResult(True, "", Timing(base, tuple(t * speed[tag] for t in base), base))
+
+    monkeypatch.setattr(bench.Builder, "compile_each", compile_each)
+    monkeypatch.setattr(bench, "run_harness", run_harness)
+    monkeypatch.setattr(bench, "profile", lambda built, variant: profiled.append(variant) or (50.0, 1e6))
+    monkeypatch.setattr(bench, "gpu_vendor", lambda: "nvidia")
+    src = load_bytes("k.cu", SIZED)
+    ctx = FileContext(src)
+    kernel = analyze(ctx).kernels[0]
+    hw = load_hw("h100")
+    sizes = [bench.Size(size, kernel_at(ctx, kernel, {"n": size})) for size in (1024, 2048, 4096)]
+    loop = bench.SizedBencher(ctx, sizes, lambda formula: b"// " + formula.name.encode(), hw, rounds=9)
+    try:
+        slow, same, fast = parse_spec("grouped:8"), parse_spec("hilbert:8"), parse_spec("colmajor")
+        loop.prebuild([slow, same, fast])
+        first = loop.measure(slow, None)
+        level = loop.measure(same, None)
+        second = loop.measure(fast, None)
+    finally:
+        loop.close()
+    assert len(batches) == 1  # one batch: both candidates, the original and a harness per size
+    assert batches[0][:4] == ["k.b1.so", "k.b2.so", "k.b3.so", "k.a.so"] and len(batches[0]) == 4 + len(sizes)
+    assert [tag for tag, _ in ran] == ["b1"] + ["b2"] * 3 + ["b3"] * 3  # b1 stopped at its first (slower) size
+    assert not level.accepted and level.l2_hit_rate is None  # run at every size, not profiled
+    assert not first.accepted and "slower" in first.reason and [a.size for a in loop.by_size if a.candidate == "grouped:8"] == [1024]
+    assert second.accepted and profiled == ["a", "b"]  # the original and the accepted candidate, once each
+    assert second.l2_hit_rate == 50.0 and first.l2_hit_rate is None
+    # a study of the orders (bench/sizes) runs a slower candidate at every size all the same
+    ran.clear()
+    study = bench.SizedBencher(ctx, sizes, lambda formula: b"// " + formula.name.encode(), hw, rounds=9, every_size=True)
+    try:
+        assert not study.measure(slow, None).accepted
+    finally:
+        study.close()
+    assert [tag for tag, _ in ran] == ["b1"] * 3

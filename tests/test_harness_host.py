@@ -24,7 +24,7 @@ N = 1000  # elements per buffer in the driver
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory) -> Path:
     binary = tmp_path_factory.mktemp("host") / "driver"
-    subprocess.run([CXX, "-std=c++17", "-O1", "-I", native_dir(), "-o", str(binary),
+    subprocess.run([CXX, "-std=c++17", "-O1", "-pthread", "-I", native_dir(), "-o", str(binary),
                     str(ROOT / "tests" / "native" / "harness_host_driver.cpp")], check=True)
     return binary
 
@@ -246,3 +246,16 @@ def test_each_buffer_gets_its_own_fill(driver):
                               capture_output=True, check=True).stdout
 
     assert fill_at(0) == fill(driver, "F32", 256, 1) and fill_at(0) != fill_at(1) != fill_at(2)
+
+
+def test_a_buffer_of_many_chunks_is_filled_the_same_each_time_with_a_stream_per_chunk(driver):
+    """Large inputs are filled on several threads, a chunk of 2^20 elements each, each from its own stream:
+    the bytes do not depend on which thread took which chunk."""
+    elements = (1 << 20) * 3 + 5
+    one, again = fill(driver, "F32", elements, 1), fill(driver, "F32", elements, 1)
+    assert one == again and len(one) == elements * 4
+    chunk = (1 << 20) * 4
+    first, second = one[:chunk], one[chunk:2 * chunk]
+    assert first != second and first[:64] != second[:64]  # not one stream restarted
+    values = decode("F32", one)
+    assert np.isfinite(values).all() and values.min() >= -1.0 and values.max() <= 1.0

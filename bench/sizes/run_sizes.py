@@ -78,7 +78,8 @@ def main() -> None:
     parser.add_argument("--kernels", default="")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--hw", default="")
-    parser.add_argument("--oracle-sizes", choices=("all", "loop"), default="all")
+    parser.add_argument("--oracle-sizes", choices=("all", "loop", "none"), default="all",
+                        help="the oracle at every size swept, at the loop's sizes, or not at all (the loop alone)")
     parser.add_argument("--no-loop", action="store_true", help="skip the acceptance loop (the oracle only)")
     args = parser.parse_args()
     out = Path(args.out)
@@ -129,6 +130,8 @@ def measure(path: Path, hw, args) -> dict:
                           "by_size": [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound,
                                        "upper": a.upper_bound, "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms}
                                       for a in (bench.by_size if bench else ())]}
+    if args.oracle_sizes == "none":
+        return record
     sizes = [pt.size for pt in sweep.points] if args.oracle_sizes == "all" else measured_sizes(sweep)
     orders: list[SwizzleSpec] = []
     if sweep.chosen is not None:
@@ -142,13 +145,15 @@ def measure(path: Path, hw, args) -> dict:
         return rewrite_source(ctx, analysis, Options(hw=hw, compile=False), RunPlan(only={index: formula})).new
 
     started = time.perf_counter()
-    bencher = SizedBencher(ctx, at, rewrite_one, hw, rounds=args.rounds)
+    bencher = SizedBencher(ctx, at, rewrite_one, hw, rounds=args.rounds, every_size=True)
     try:
+        bencher.prebuild(orders)
         for formula in orders:
             bencher.measure(formula, None)
     finally:
         bencher.close()
     record["oracle_seconds"] = round(time.perf_counter() - started, 1)
+    record["oracle_order_seconds"] = {a.candidate: round(a.seconds, 1) for a in bencher.attempts}  # after the one batch build
     record["oracle"] = [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound,
                          "upper": a.upper_bound, "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms}
                         for a in bencher.by_size]
@@ -199,6 +204,11 @@ def markdown(records: list[dict], device: str, hw: str, command: str) -> str:
         lines += [f"## {r['file']}: {r.get('kernel', '')}", ""]
         if "note" in r:
             lines += [r["note"], ""]
+            continue
+        if "oracle" not in r:  # the loop alone
+            lines += [f"Swept: {' = '.join(r['names'])}; predicted: {r['reason']}", "",
+                      f"Loop (`swzc rewrite --bench`, {r['loop_seconds']} s): {r['loop']['status']}"
+                      f"{' with ' + r['loop']['swizzle'] if r['loop']['swizzle'] else ''}: {r['loop']['reason']}", ""]
             continue
         lines += [f"Swept: {' = '.join(r['names'])}; predicted: {r['reason']}", ""]
         if "loop" in r:

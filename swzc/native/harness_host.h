@@ -15,6 +15,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace swzc {
@@ -158,13 +161,19 @@ struct Buffer {
 
 // The buffer's contents for `seed`: deterministic, different between seeds and between buffers.
 // UNIFORM is [-1, 1) for floats, [0, 100) for 8-bit integers, [0, 1000) for wider ones, 0 or 1 for bool.
-inline std::vector<unsigned char> fill(const Buffer& buf, unsigned seed, size_t index) {
-  std::vector<unsigned char> out(buf.bytes());
-  Rng rng((uint64_t)seed * 1000003ull + index);
+// Filled in chunks of FILL_CHUNK elements, each from its own stream, on up to FILL_THREADS threads: the
+// same bytes whatever the number of threads (a large GEMM's inputs are hundreds of MB).
+constexpr size_t FILL_CHUNK = (size_t)1 << 20;
+constexpr unsigned FILL_THREADS = 16;
+
+inline void fill_range(const Buffer& buf, unsigned seed, size_t index, size_t chunk, unsigned char* out) {
+  Rng rng(((uint64_t)seed * 1000003ull + index) * 0x100000001B3ull + chunk);
   const size_t width = kind_bytes(buf.kind);
   const bool narrow = width == 1;
-  for (size_t i = 0; i < buf.elements; ++i) {
-    unsigned char* at = out.data() + i * width;
+  const size_t first = chunk * FILL_CHUNK;
+  const size_t last = first + FILL_CHUNK < buf.elements ? first + FILL_CHUNK : buf.elements;
+  for (size_t i = first; i < last; ++i) {
+    unsigned char* at = out + i * width;
     switch (buf.fill) {
       case RANGE: {
         const long long lo = (long long)buf.a, span = (long long)buf.b - lo;
@@ -179,6 +188,21 @@ inline std::vector<unsigned char> fill(const Buffer& buf, unsigned seed, size_t 
         else store(buf.kind, (double)(rng.next() % (narrow ? 100u : 1000u)), at);
     }
   }
+}
+
+inline std::vector<unsigned char> fill(const Buffer& buf, unsigned seed, size_t index) {
+  std::vector<unsigned char> out(buf.bytes());
+  const size_t chunks = (buf.elements + FILL_CHUNK - 1) / FILL_CHUNK;
+  const unsigned cores = std::thread::hardware_concurrency();
+  const size_t threads = std::min<size_t>(chunks, cores < 1 ? 1 : cores < FILL_THREADS ? cores : FILL_THREADS);
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t c = next++; c < chunks; c = next++) fill_range(buf, seed, index, c, out.data());
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
   return out;
 }
 

@@ -23,7 +23,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -322,9 +322,12 @@ class SizedBencher:
 
     def __init__(self, ctx: FileContext, sizes: list[Size], rewrite: Callable[[Formula], bytes], hw: HardwareModel,
                  spec_file: str | None = None, rounds: int = 30, progress: Callable[[str], None] | None = None,
-                 flags: tuple[str, ...] = ()) -> None:
+                 flags: tuple[str, ...] = (), every_size: bool = False) -> None:
+        """`every_size`: run each candidate at every size even once it is slower at one (a study of the orders,
+        bench/sizes); the loop stops there, as the candidate cannot be accepted."""
         if not sizes:
             raise SwzcError("no size to measure at")
+        self.every_size = every_size
         src = ctx.src
         self.src, self.rewrite, self.hw, self.rounds, self.progress, self.sizes = src, rewrite, hw, rounds, progress, sizes
         self.kernel = sizes[-1].kernel
@@ -337,6 +340,8 @@ class SizedBencher:
         self.builder = Builder(src.path, self.plans[-1].kernel, arch, str(Path(src.path).resolve().parent),
                                Path(self._folder.name), src.dialect, self.toolchain, flags)
         self._shared: tuple[Path, list[Path]] | None = None  # the original's library and a harness per size
+        self._libs: dict[str, Path | SwzcError] = {}  # each candidate's library (or its build's error), by name
+        self._failed: SwzcError | None = None  # why the original or a harness did not build
         self.attempts: list[Attempt] = []
         self.by_size: list[Attempt] = []
         self.baseline_hit: float | None = None
@@ -345,27 +350,44 @@ class SizedBencher:
     def close(self) -> None:
         self._folder.cleanup()
 
+    def prebuild(self, formulas: Sequence[Formula]) -> None:
+        """Build these candidates (with the original and the harnesses) in one batch of parallel compiles before
+        any is measured: the loop then waits for one build, not one per candidate.  A build that fails is
+        reported when its candidate is measured."""
+        todo = list(dict.fromkeys(f for f in formulas if f.name not in self._libs))
+        jobs = []
+        for formula in todo:
+            self._built += 1
+            jobs.append(self.builder.variant(f"b{self._built}", self.rewrite(formula)))
+        shared = [] if self._shared is not None else [self.builder.variant("a", self.src.data), *(
+            self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
+        built = self.builder.compile_each(jobs + shared)
+        self._libs.update((f.name, got) for f, got in zip(todo, built))
+        rest = built[len(jobs):]
+        failed = next((got for got in rest if isinstance(got, SwzcError)), None)
+        if shared and failed is None:
+            self._shared = (rest[0], rest[1:])  # type: ignore[arg-type]  # all paths
+        self._failed = failed
+
     def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
-        """Build one candidate, then check and time it at every size; the combined attempt is also kept for `result`."""
+        """Build one candidate (unless built before), then check and time it at each size, smallest first, until
+        it is slower at one (it cannot be accepted then); the profiler runs at the largest size on an accepted
+        candidate only.  The combined attempt is also kept for `result`."""
         name = formula.name
         if self.progress:
             self.progress(f"{self.kernel.name}: {name}" + (f" ({position})" if position else "") +
                           f" at {len(self.sizes)} sizes")
         start = time.perf_counter()
-        self._built += 1
-        try:
-            jobs = [self.builder.variant(f"b{self._built}", self.rewrite(formula))]
-            if self._shared is None:
-                jobs += [self.builder.variant("a", self.src.data),
-                         *(self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
-            built = self.builder.compile(jobs)
-            if self._shared is None:
-                self._shared = (built[1], built[2:])
-        except SwzcError as exc:
-            attempt = Attempt.unmeasured(formula, predicted, "check failed", exc.message, time.perf_counter() - start)
+        if name not in self._libs or self._shared is None:
+            self.prebuild([formula])
+        lib = self._libs.get(name)
+        if self._shared is None or not isinstance(lib, Path):
+            failed = lib if isinstance(lib, SwzcError) else self._failed
+            why = failed.message if failed is not None else "the benchmark did not build"
+            attempt = Attempt.unmeasured(formula, predicted, "check failed", why, time.perf_counter() - start)
             self.attempts.append(attempt)
             return attempt
-        candidate, (original, harnesses) = built[0], self._shared
+        candidate, (original, harnesses) = lib, self._shared
         mine: list[Attempt] = []
         for size, harness in zip(self.sizes, harnesses):
             run = Build(Path(self._folder.name), harness, original, candidate, self.toolchain, self.plans[0].kernel.partition("<")[0])
@@ -373,13 +395,14 @@ class SizedBencher:
                 result = run_harness(run, self.rounds)
             except SwzcError as exc:
                 result = HarnessResult(False, exc.message, None, failed=True)
-            hit = dram = None
-            if size is self.sizes[-1] and not result.failed and result.timing is not None:
+            attempt = _sized_attempt(formula, predicted, size.size, result)
+            if size is self.sizes[-1] and attempt.accepted:  # profiled where it may be chosen
                 if self.baseline_hit is None:
                     self.baseline_hit, _ = profile(run, "a")
                 hit, dram = profile(run, "b")
-            mine.append(_sized_attempt(formula, predicted, size.size, result, hit, dram))
-            if mine[-1].speedup is None:
+                attempt = replace(attempt, l2_hit_rate=hit, dram_read_bytes=dram)
+            mine.append(attempt)
+            if attempt.speedup is None or attempt.status == "slower" and not self.every_size:
                 break
         self.by_size += mine
         attempt = _combined(formula, predicted, mine, len(self.sizes), time.perf_counter() - start)

@@ -520,15 +520,20 @@ class Builder:
         source = self.folder / f"{self.stem}.harness{tag}{self.suffix}"
         source.write_text(harness_source(plan, flush_bytes, self.dialect))
         binary = self.folder / f"{self.stem}.harness{tag}"
-        return [*self.compiler, "-O2", "-I", native_dir(), "-o", str(binary), str(source), "-ldl"], binary
+        return [*self.compiler, "-O2", "-I", native_dir(), "-o", str(binary), str(source), "-ldl", "-lpthread"], binary
 
     def compile(self, jobs: list[tuple[list[str], Path]]) -> list[Path]:
         """Run the compiles at once; raise with the command on the first that fails."""
-        for done in processes.run_all([command for command, _ in jobs], BUILD_TIMEOUT_S):
-            if not done.ok:
-                raise SwzcError(f"benchmark build failed ({done.status()}): {done.command}\n{done.stderr.strip()[:2000]}",
-                                ExitCode.CHECK_FAILED)
+        for got in self.compile_each(jobs):
+            if isinstance(got, SwzcError):
+                raise got
         return [out for _, out in jobs]
+
+    def compile_each(self, jobs: list[tuple[list[str], Path]]) -> list[Path | SwzcError]:
+        """Run the compiles at once: each one's output, or the error naming its command."""
+        return [out if done.ok else SwzcError(f"benchmark build failed ({done.status()}): {done.command}\n"
+                                              f"{done.stderr.strip()[:2000]}", ExitCode.CHECK_FAILED)
+                for done, (_, out) in zip(processes.run_all([command for command, _ in jobs], BUILD_TIMEOUT_S), jobs)]
 
 
 def run_harness(built: Build, rounds: int = 30, timeout: int = RUN_TIMEOUT_S) -> HarnessResult:
