@@ -294,7 +294,7 @@ def compare(folder: Path, out: Path) -> None:
         if not path.is_file():
             continue
         k = Kernel(kernel, [{"candidate": order}], hw)
-        tiles = _tiles_of(k.maps[0], k.fp.adapter, k.fp.divisor, k.fp.grid)
+        tiles = np.stack(_tiles_of(k.maps[0], k.fp.adapter, k.fp.divisor, k.fp.grid), axis=1)  # (positions, 3)
         rows.append((kernel, order, k.resident, summary(timeline(path, math.prod(k.fp.grid)), k.resident, tiles)))
     lines = ["# When blocks start and end (NVIDIA H200)", "",
              "Measured with `python3 bench/l2/timeline.py write --swzc .venv/bin/swzc` (here), "

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
@@ -52,7 +54,7 @@ def one_fetch_per_wave(model: L2Model, tiles, resident: int, total: int) -> floa
     """DRAM bytes if every wave fetched each footprint its blocks read once, and kept nothing for the next."""
     fetched = 0.0
     for stream in model.reads:
-        keys = _keys(tiles, stream.key_offsets)
+        keys = _keys(tuple(tiles.T), stream.key_offsets)
         per_wave = [len(set(keys[start:start + resident].tolist())) for start in range(0, keys.size, resident)]
         fetched += sum(per_wave) * stream.units.size
     return fetched * model.unit * total / tiles.shape[0]
@@ -72,7 +74,7 @@ def predict(kernel: str, path: Path | None = None, resident: int | None = None) 
     now = model.predict("identity", order, fp.adapter, fp.divisor)
     spread = L2Model(fp, hw, resident, EFFECTIVE, SOFTNESS, 0.0, 0.0, crisp_first_wave=False).predict(
         "identity", order, fp.adapter, fp.divisor)
-    tiles = _tiles_of(order, fp.adapter, fp.divisor, fp.grid)
+    tiles = np.stack(_tiles_of(order, fp.adapter, fp.divisor, fp.grid), axis=1)  # (positions, 3)
     return {"tiles": fp.tiles[:2], "waves": total / resident, "now_mb": now.read_misses * model.unit * scale / 1e6,
             "spread_mb": spread.read_misses * model.unit * scale / 1e6,
             "crisp_mb": one_fetch_per_wave(model, tiles, resident, total) / 1e6, "grid": fp.grid, "dispatched": tiles}

@@ -76,10 +76,10 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             bound[pname] = value
         elif arg.type == "type_descriptor":
             types[pname] = " ".join(text(arg).split())
-        elif pname in integers:  # only plain names: a field or call an argument reads is not what sets the grid
+        elif pname in integers:  # names and dim3 fields: another field or a call an argument reads is no size
             named: list[str] = []
             _Evaluator(site.host, named).value(arg)
-            sizes += [n for n in named if n.isidentifier()]
+            sizes += [n for n in named if n.isidentifier() or n.partition(".")[0].isidentifier() and n[-2:] in (".x", ".y", ".z")]
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
     record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
                      sizes=tuple(n for n in dict.fromkeys(sizes) if n not in site.launch.block_sizes))

@@ -61,6 +61,7 @@ fitted on half of the kernels.
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -146,14 +147,15 @@ def _neighbours(units: np.ndarray, offsets: tuple[int, int, int]) -> tuple[tuple
     return tuple(sorted(set(found)))
 
 
-def _tiles_of(order: np.ndarray, adapter: str, divisor: int, grid: tuple[int, int, int]) -> np.ndarray:
-    """Logical (row, col, z) of each dispatch position, from the (x, y, z) blocks the swizzle maps to."""
+def _tiles_of(order: np.ndarray, adapter: str, divisor: int, grid: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logical (row, col, z) of each dispatch position, from the (x, y, z) blocks the swizzle maps to: three
+    columns."""
     x, y, z = (order[:, i].astype(np.int64) for i in range(3))
     if adapter == "2d":
-        return np.stack([y, x, z], axis=1)
+        return y, x, z
     if adapter == "1d" and divisor:
-        return np.stack([x // divisor, x % divisor, z * grid[1] + y], axis=1)
-    return np.stack([np.zeros_like(x), x, z * grid[1] + y], axis=1)
+        return x // divisor, x % divisor, z * grid[1] + y
+    return np.zeros_like(x), x, z * grid[1] + y
 
 
 class L2Model:
@@ -179,16 +181,17 @@ class L2Model:
         self.far_share = far  # requests homed in a far L2 partition
         self.reads = _streams(fp, self.unit, write=False)
         self.writes = _streams(fp, self.unit, write=True)
+        self._by_count: dict[tuple[int, float], tuple[np.ndarray, ...]] = {}  # `_tables`, per block count
 
     def predict(self, name: str, order: np.ndarray, adapter: str, divisor: int = 0) -> Prediction:
         tiles = _tiles_of(order, adapter, divisor, self.fp.grid)
-        total = tiles.shape[0]
+        total = tiles[0].shape[0]
         chiplets = self.hw.chiplets
         reads = sum(int(s.units.size) for s in self.reads) * total
         writes = sum(int(s.units.size) for s in self.writes) * total
         home = near = merged = 0.0
         for d in range(chiplets):  # block p runs on chiplet p mod chiplets, against that chiplet's L2
-            h, n, m = self._domain_misses(tiles[d::chiplets])
+            h, n, m = self._domain_misses(tuple(t[d::chiplets] for t in tiles) if chiplets > 1 else tiles)
             home, near, merged = home + h, near + n, merged + m
         # A request homed in another partition looks the near partition up first: one more lookup, which
         # misses unless a near copy is held; writes go through without fetching.  Merged reads are never
@@ -201,44 +204,65 @@ class L2Model:
         return Prediction(name, round(hit, 2), float(home * self.unit + writes * self.unit), int(round(lookups)), int(round(home)),
                           reads, int(round(merged)), int(round(fabric)))
 
-    def _domain_misses(self, tiles: np.ndarray) -> tuple[float, float, float]:
+    def _domain_misses(self, tiles: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[float, float, float]:
         """Units missed in the home L2 (fetched from DRAM) and in the near partition's copies, and the units
-        the request coalescer merges before L2."""
-        count = tiles.shape[0]
+        the request coalescer merges before L2.  Streams of the same key offsets share their occurrences and
+        everything computed from them (one sort of the keys, one table of distinct units, ...)."""
+        count = tiles[0].shape[0]
         if count == 0 or not self.reads:
             return 0.0, 0.0, 0.0
-        position = np.arange(count, dtype=np.int64)
-        extents = tuple(int(tiles[:, axis].max()) + 1 for axis in range(3))
-        streams = [(s, _unrepeated(position) if _one_block_each(s.key_offsets, extents) and (write or not s.neighbours)
-                    else _occurrences(_keys(tiles, s.key_offsets), position))
-                   for write, s in [*((False, r) for r in self.reads), *((True, w) for w in self.writes)]]
         resident = max(1.0, self.resident / self.hw.chiplets)  # this chiplet's share of the running blocks
-
         # Everything below depends on a reuse only through its gap (0 to count - 1; 0: no reuse), so it is
-        # tabled by gap once per domain.  In a gap: the distinct units touched, and the share of such reuses
-        # that would be in step if every co-resident block were.
-        gaps = np.arange(count, dtype=np.int64)
-        touched = sum(s.units.size * occ.distinct_in(np.maximum(gaps, 1), count) for s, occ in streams)
-        in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** 2, 0.0)
-        if self.crisp_waves:  # a block of an earlier wave started a lifetime before: never in step
-            in_step = np.zeros(count)
+        # tabled by gap once per block count (`_tables`).  In a gap: the distinct units touched, and the share
+        # of such reuses that would be in step if every co-resident block were.
+        position, window, in_step, step, unstep = self._tables(count, resident)
+        extents = tuple(int(t.max()) + 1 for t in tiles)
+        shared: dict[tuple, _Occurrences] = {}
+
+        def occurrences_of(s: _Stream, write: bool) -> _Occurrences:
+            plain = _one_block_each(s.key_offsets, extents) and (write or not s.neighbours)
+            k = (plain, s.key_offsets)
+            if k not in shared:
+                shared[k] = _unrepeated(position) if plain else _occurrences(_keys(tiles, s.key_offsets), position)
+            return shared[k]
+
+        streams = [(s, occurrences_of(s, write))
+                   for write, s in [*((False, r) for r in self.reads), *((True, w) for w in self.writes)]]
+        distinct: dict[int, np.ndarray] = {}
+        for _, occ in streams:
+            if id(occ) not in distinct:
+                distinct[id(occ)] = occ.distinct_in_all(window, count)
+        touched = sum(s.units.size * distinct[id(occ)] for s, occ in streams)
 
         def kept(capacity: float) -> np.ndarray:
             """By gap: the share of a slice still in an L2 of `capacity` units when the block `gap` positions
             later reads it: in step with that block (a share of the co-resident ones), or else LRU over the
             distinct data touched in between, with a soft edge."""
             lru = np.clip((1.0 + self.softness - touched / capacity) / (2.0 * self.softness), 0.0, 1.0)
-            step = self.in_step * in_step
-            return np.where(gaps > 0, step + (1.0 - step) * lru, 0.0)
+            table = step + unstep * lru
+            table[0] = 0.0  # no reuse at gap 0
+            return table
 
-        def kept_near(occ: _Occurrences, kept_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        first = int(min(count, math.ceil(resident))) if not self.crisp_waves and self.crisp_first_wave else None
+        together = None if first is not None else self._together(position, resident)
+
+        def kept_at(gap: np.ndarray, table: np.ndarray) -> np.ndarray:
+            """`table` at each gap, and every reuse of a block that started with the one it reuses from."""
+            if first is not None:  # a block of the first wave (a prefix of the positions) hits every reuse
+                out = table[gap]
+                head = out[:first]
+                head[gap[:first] > 0] = 1.0
+                return out
+            return table[gap] if together is None else np.where(together(gap), 1.0, table[gap])
+
+        def kept_near(occ: _Occurrences, table: np.ndarray) -> np.ndarray:
             """`kept` for a near partition's copy: the last reader on this block's side left it, and that is
             the k-th earlier reader of the same data with probability (1/P)(1 - 1/P)^(k-1)."""
             side = 1.0 / partitions
             own, left = np.zeros(count), 1.0
             for k, gap in enumerate(occ.gaps_back(self.near_readers), 1):
                 share = left if k == self.near_readers else left * side
-                own += share * kept_at(gap)
+                own += share * kept_at(gap, table)
                 left -= share
             return own
 
@@ -248,24 +272,64 @@ class L2Model:
         levels = [kept(self.capacity)]
         if self.far_share:
             levels.append(kept(self.capacity / partitions))
+        owns: dict[tuple, np.ndarray] = {}
+        halo_gaps: dict[tuple, np.ndarray] = {}
+        halo_kept: dict[tuple, np.ndarray] = {}
+        plain_lost: dict[tuple, float] = {}
+        merged_sums: dict[int, float] = {}
         for stream, occ in streams[: len(self.reads)]:
             size = stream.units.size
-            halos = [(occ.gap_to(occ.key + delta), overlap) for delta, overlap in stream.neighbours]
-            together = self._together(occ.position, resident)
+            halos = []
+            for delta, overlap in stream.neighbours:
+                hk = (id(occ), delta)
+                if hk not in halo_gaps:
+                    halo_gaps[hk] = occ.gap_to(occ.key + delta)
+                halos.append((hk, overlap))
             if self.merged_share:  # own reuses in step (`in_step` is 0 where there is no reuse)
-                step_now = self.in_step * in_step[occ.gap]
-                in_step_now = step_now if together is None else np.where(together(occ.gap), 1.0, step_now)
-                merged += self.merged_share * float(in_step_now.sum()) * size
-            repeats = bool(occ.gap.any())
+                if id(occ) not in merged_sums:
+                    step_now = self.in_step * in_step[occ.gap]
+                    if first is not None:
+                        step_now[:first][occ.gap[:first] > 0] = 1.0
+                    elif together is not None:
+                        step_now = np.where(together(occ.gap), 1.0, step_now)
+                    merged_sums[id(occ)] = float(step_now.sum())
+                merged += self.merged_share * merged_sums[id(occ)] * size
+            repeats = None
             for i, table in enumerate(levels):
-                def kept_at(gap: np.ndarray, table: np.ndarray = table) -> np.ndarray:
-                    return table[gap] if together is None else np.where(together(gap), 1.0, table[gap])
-                own = kept_near(occ, kept_at) if i and repeats else kept_at(occ.gap)
+                ok = (id(occ), i)
+                if ok not in owns:
+                    if repeats is None:
+                        repeats = bool(occ.gap.any())
+                    owns[ok] = kept_near(occ, table) if i and repeats else kept_at(occ.gap, table)
+                own = owns[ok]
+                if not halos:
+                    lk = (id(occ), i, size)
+                    if lk not in plain_lost:
+                        plain_lost[lk] = float(np.clip((1.0 - own) * size, 0.0, size).sum())
+                    missed[i] += plain_lost[lk]
+                    continue
                 lost = (1.0 - own) * size
-                for gap, overlap in halos:  # halos a neighbour brought in, if still held
-                    lost -= (1.0 - own) * kept_at(gap) * overlap
+                for hk, overlap in halos:  # halos a neighbour brought in, if still held
+                    kk = (*hk, i)
+                    if kk not in halo_kept:
+                        halo_kept[kk] = kept_at(halo_gaps[hk], table)
+                    lost -= (1.0 - own) * halo_kept[kk] * overlap
                 missed[i] += float(np.clip(lost, 0.0, size).sum())
         return missed[0], missed[1], merged
+
+    def _tables(self, count: int, resident: float) -> tuple[np.ndarray, ...]:
+        """What depends only on the block count and the residency, by gap (made once per model and count):
+        the positions (= the gaps), the windows (gaps, 1 at least), the in-step share, the model's in-step
+        share `step` and 1 - `step`."""
+        key = (count, resident)
+        if key not in self._by_count:
+            gaps = np.arange(count, dtype=np.int64)
+            in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** 2, 0.0)
+            if self.crisp_waves:  # a block of an earlier wave started a lifetime before: never in step
+                in_step = np.zeros(count)
+            step = self.in_step * in_step
+            self._by_count[key] = (gaps, np.maximum(gaps, 1), in_step, step, 1.0 - step)
+        return self._by_count[key]
 
     def _together(self, position: np.ndarray, resident: float) -> Callable[[np.ndarray], np.ndarray] | None:
         """For the blocks at dispatch `position`s: which of their reuses `gap` positions back come from a block
@@ -297,12 +361,12 @@ def _unrepeated(position: np.ndarray) -> _Occurrences:
     return _Occurrences(position, position, np.zeros_like(position), zeros, zeros, int(position.size) + 1, position, position)
 
 
-def _keys(tiles: np.ndarray, key_offsets: tuple[int, int, int]) -> np.ndarray:
+def _keys(tiles: tuple[np.ndarray, np.ndarray, np.ndarray], key_offsets: tuple[int, int, int]) -> np.ndarray:
     """Each dispatch position's footprint key: its tile's (row, col, z) times the stream's key offsets."""
-    key = np.zeros(tiles.shape[0], dtype=np.int64)
+    key = np.zeros(tiles[0].shape[0], dtype=np.int64)
     for axis, offset in enumerate(key_offsets):
         if offset:
-            key += tiles[:, axis] * offset
+            key += tiles[axis] * offset
     return key
 
 
@@ -339,15 +403,35 @@ class _Occurrences:
         repeats = (window * self.shorter[at] - self.shorter_sum[at]) / count
         return np.maximum(window - repeats, 1.0)
 
+    def distinct_in_all(self, window: np.ndarray, count: int) -> np.ndarray:
+        """`distinct_in` for every window max(gap, 1), gap = 0 .. count - 1, at once: window * shorter[d] -
+        shorter_sum[d] is the sum over gaps g < d of (d - g), the running sum of `shorter` (the same integers)."""
+        n = window.size
+        if n < 2 or self.shorter.size < n + 1:
+            return self.distinct_in(window, count)
+        u = np.empty(n, dtype=np.int64)
+        np.cumsum(self.shorter[1:n], out=u[1:])
+        u[0] = u[1]  # window 1 at gap 0
+        repeats = u / count
+        return np.maximum(window - repeats, 1.0)
+
     def gaps_back(self, most: int) -> np.ndarray:
         """Row k - 1, for k = 1 to `most`: the distance from each block back to the k-th earlier block with
-        its key (0 when fewer came before), in dispatch order."""
-        keys, positions = self.sorted_key, self.sorted_position
-        back = np.zeros((most, positions.size), dtype=np.int64)
-        for k in range(1, min(most, positions.size - 1) + 1):  # in the sorted order, then put back at once
-            back[k - 1, k:] = np.where(keys[k:] == keys[:-k], positions[k:] - positions[:-k], 0)
-        found = np.empty_like(back)
-        found[:, positions] = back
+        its key (0 when fewer came before), in dispatch order: followed back along the chain of last reuses
+        (positions are 0, 1, 2, ... in dispatch order), index n standing for none."""
+        n = self.position.size
+        found = np.zeros((most, n), dtype=np.int64)
+        if most == 0 or n == 0:
+            return found
+        found[0] = self.gap
+        prev = np.empty(n + 1, dtype=np.int64)
+        np.subtract(self.position, self.gap, out=prev[:n])
+        prev[:n][self.gap == 0] = n
+        prev[n] = n
+        at = prev[:n]
+        for k in range(1, most):
+            at = prev[at]
+            np.maximum(self.position - at, 0, out=found[k])
         return found
 
     def gap_to(self, keys: np.ndarray) -> np.ndarray:
@@ -366,11 +450,11 @@ def _occurrences(key: np.ndarray, position: np.ndarray) -> _Occurrences:
     small = key.size and int(key.max()) < 1 << 16
     order = np.argsort(key.astype(np.uint16) if small else key, kind="stable")
     sorted_key = key[order]
-    sorted_position = position[order]
+    sorted_position = order  # the positions are 0, 1, 2, ...: the sort's own indices
     gap_sorted = np.zeros_like(sorted_position)
     if key.size > 1:
-        same = sorted_key[1:] == sorted_key[:-1]
-        gap_sorted[1:] = np.where(same, sorted_position[1:] - sorted_position[:-1], 0)
+        np.subtract(sorted_position[1:], sorted_position[:-1], out=gap_sorted[1:])
+        gap_sorted[1:][sorted_key[1:] != sorted_key[:-1]] = 0
     gap = np.empty_like(gap_sorted)
     gap[order] = gap_sorted
     # gaps run from 1 to the block count: a histogram and its running sums answer "how many, and what sum,
