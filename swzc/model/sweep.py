@@ -99,6 +99,8 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
                 break
             first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
             continue
+        if grid[0] * grid[1] * grid[2] < MIN_WAVES * hw.compute_units and size != SIZES[-1]:
+            continue  # fewer blocks than MIN_WAVES per SM: under MIN_WAVES waves whatever the residency, no footprint needed
         got = survey(ctx, at, hw, bound, compiler, flags, running)  # the sizes first, the model after
         if isinstance(got, str):
             if points:
