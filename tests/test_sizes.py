@@ -455,6 +455,11 @@ def test_a_kernel_whose_grid_no_size_decides_says_which_read_the_model_cannot_fo
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, str) and got.startswith("the model cannot follow 1 global read(s): line 4: a: an index read")
     assert f"whatever its grid, {where}" in got
+    # and the way to choose is a run, not a grid alone
+    path = tmp_path / "k.cu"
+    (outcome,) = rewrite_file(str(path), Options(hw=load_hw("h100"), compile=False)).outcomes
+    assert outcome.status == "unranked"
+    assert f"To choose: swzc rewrite {path} --bench --grid gather=X,Y --block gather=X,Y (on a GPU)" in outcome.reason
 
 
 def test_a_kernel_launched_nowhere_whose_reads_the_model_follows_asks_for_its_grid(tmp_path):

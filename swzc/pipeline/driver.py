@@ -619,8 +619,10 @@ def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, 
         kernel = analysis.kernels[index]
         proven = [proof.spec for (i, _), proof in zip(jobs, proofs) if i == index and proof.ok and not proof.identity]
         where = "its grid" if kernel.shapes else "sample grids (its grid is not known)"
+        unfollowed = "the model cannot follow" in decisions[index].reason  # a grid alone would not rank it: a run can
         if not any(la.grid is not None and la.block is not None for la in kernel.launches):
-            settle = f"swzc rewrite {src.path} --grid {kernel.name}=X,Y --block {kernel.name}=X,Y (or --bench-cmd to observe a run)"
+            settle = (f"swzc rewrite {src.path} {'--bench ' if unfollowed else ''}--grid {kernel.name}=X,Y --block {kernel.name}=X,Y"
+                      f"{' (on a GPU)' if unfollowed else ''} (or --bench-cmd to observe a run)")
         else:
             settle = f"swzc rewrite {src.path} --bench (on a GPU: measures {', '.join(proven[: options.max_iterations])})"
         out[index] = Decision(index, "unranked", f"{decisions[index].reason}; nothing is rewritten blind. Proven on {where}: "
