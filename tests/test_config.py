@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 from llm_server import ReplyJson, serve, valid_reply
@@ -98,9 +99,10 @@ def _user_config(project, text: str, mode: int = 0o600) -> Path:
 
 
 def _long_options() -> set[str]:
-    """Every --long option of every command."""
+    """Every --long option of every command (those loaded on first use included)."""
     names = set()
-    for command in main.commands.values():
+    ctx = click.Context(main)
+    for command in (main.get_command(ctx, name) for name in main.list_commands(ctx)):
         for param in command.params:
             names |= {opt[2:] for opt in getattr(param, "opts", ()) + getattr(param, "secondary_opts", ()) if opt.startswith("--")}
     return names

@@ -160,6 +160,47 @@ def test_a_bad_file_among_good_ones_is_reported_and_the_others_still_checked(wor
     assert invoke("suggest", "--exit-zero", "gemm.cu", "bad.cu").exit_code == 2  # --exit-zero lifts only 1
 
 
+def test_files_on_worker_processes_give_the_same_output_in_the_same_order(work):
+    """-j N: the FILEs run on N processes of their own; what is printed, the errors and the exit code are those
+    of one process, FILE by FILE in the order given."""
+    files = ["gemm.cu", "missing.cu", "mixed.cu", "bad.cu", "gemm.hip", "scale.cu"]
+    one = invoke("suggest", "-v", *files)
+    for jobs in ("2", "4"):
+        many = invoke("suggest", "-v", "-j", jobs, *files)
+        assert (many.exit_code, many.stdout, many.stderr) == (one.exit_code, one.stdout, one.stderr)
+    assert one.exit_code == 2 and [m["path"] for m in suggestion_lines(one.stdout)] == ["gemm.cu", "mixed.cu", "gemm.hip"]
+    assert invoke("suggest", "-j", "0", "gemm.cu").exit_code == 2  # at least one
+
+
+def test_an_interrupt_ends_the_worker_processes_too(work):
+    """SIGINT while files run on workers: the run stops at once with 130, and no worker is left behind."""
+    import signal
+    import time
+
+    for i in range(80):  # about 20 s of work on two workers
+        (work / f"g{i}.cu").write_bytes(MIXED)
+    script = _script("swzc")
+    command = [script] if script else [sys.executable, "-m", "swzc.commands.main"]
+    proc = subprocess.Popen([*command, "suggest", "-j", "2", *(f"g{i}.cu" for i in range(80))], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole group
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and b"interrupted" in err
+    assert time.monotonic() - sent < 5  # the files still queued were not run
+    for _ in range(50):  # the workers went with it (multiprocessing's resource tracker leaves once it sees EOF)
+        left = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+        if not left.strip():
+            break
+        time.sleep(0.1)
+    assert not left.strip()
+
+
 @pytest.mark.parametrize("args", [["--hw", "nope"], ["--set", "N"], ["--grid", "gemm=0"]])
 def test_bad_command_line_is_exit_2_before_any_file(work, args):
     result = invoke("suggest", *args, "gemm.cu")

@@ -20,13 +20,14 @@ from swzc.commands.cli import build_options, guarded, hw_option, json_option, ma
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
 from swzc.report import suggest as suggest_report
-from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_file
+from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_files
 
 EPILOG = """\b
 Examples:
   swzc suggest kernels/*.cu            one line per kernel the model would swizzle
   swzc suggest -v gemm.cu --set N=4096 also say why the other kernels are left alone
   swzc suggest --exit-zero --json src/*.cu src/*.hip
+  swzc suggest -j 4 src/*.cu           four FILEs at once
 
 \b
 As a pre-commit hook (.pre-commit-config.yaml):
@@ -64,11 +65,13 @@ Exit codes:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are suggestions (bad input and failed checks still exit 2 and 3).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the kernels left alone, with their status and reason "
               "(as `swzc -v suggest`).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="FILEs analysed at once, each on a worker process of its own; the output is the same, in the same order.")
 @json_option
 @guarded
 def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
-            max_bytes: int, exit_zero: bool, verbose: bool, as_json: bool) -> None:
+            max_bytes: int, exit_zero: bool, verbose: bool, jobs: int, as_json: bool) -> None:
     """Print the block swizzle the L2 model suggests for each kernel of FILES; write nothing.
 
     The model alone decides: no GPU, no LLM, no compile check, and FILES are never built or run, so this
@@ -93,8 +96,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
                         max_bytes, tuple(passed), launches)
     quiet, loud = verbosity()
     reports = []
-    for path in files:
-        report = suggest_file(path, settings)
+    for report in suggest_files(files, settings, jobs):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True)

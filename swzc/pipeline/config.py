@@ -34,7 +34,7 @@ PROJECT_KEYS = frozenset({"hw", "set", "include-dir", "define", "build-path", "g
 # What the user's own file may set besides: what swzc asks and runs, and its limits.
 USER_KEYS = PROJECT_KEYS | frozenset({
     "no-compile", "max-bytes", "proposer", "model", "base-url", "llm-timeout", "llm-retries", "max-iterations",
-    "bench-runs", "time-regex", "check-regex",
+    "bench-runs", "time-regex", "check-regex", "jobs",
 })
 # Per run, on the command line only: running the code, outputs, recorded LLM exchanges.
 COMMAND_LINE_ONLY = frozenset({"bench", "bench-cmd", "bench-sizes", "build-cmd", "in-place", "output", "patch", "report",
