@@ -356,7 +356,8 @@ class Evaluator:
         if self.free is not None:  # a function nothing here defines: named as a call (`f()`), which no size binds
             for a in args:
                 self.value(a, depth)
-            self.free.append(f"{' '.join(name.split())}()")
+            said = " ".join(name.split())
+            self.free.append(f"{said if len(said) <= 60 else said[:57] + '...'}()")
         return None
 
     def _function(self, function: Function, values: list[Value], depth: int) -> Value | None:
