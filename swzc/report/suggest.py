@@ -9,13 +9,11 @@ two emitters.  The model alone decides (no GPU, no LLM, no compile check); nothi
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import signal
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from swzc.core import clean
+from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
@@ -139,29 +137,9 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
 
 
 def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1) -> Iterator[FileSuggestions]:
-    """Each FILE's suggestions, in the order given: one FILE at a time, or with `jobs` > 1 that many at once on
-    worker processes (started afresh, not forked; they leave SIGINT to this process, and an interrupt or an
-    error here ends them all)."""
-    if jobs <= 1 or len(paths) < 2:
-        for path in paths:
-            yield suggest_file(path, settings)
-        return
-    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(paths)), initializer=_worker)
-    done = False
-    try:
-        yield from pool.imap(functools.partial(suggest_file, settings=settings), paths)
-        done = True
-    finally:
-        if done:
-            pool.close()
-        else:
-            pool.terminate()
-        pool.join()
-
-
-def _worker() -> None:
-    """A worker process: SIGINT (Ctrl-C reaches the whole process group) is the parent's to act on."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Each FILE's suggestions, in the order given: one FILE at a time, or `jobs` at once on worker processes
+    (swzc.core.workers)."""
+    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs)
 
 
 def exit_code(reports: Sequence[FileSuggestions], exit_zero: bool) -> ExitCode:
