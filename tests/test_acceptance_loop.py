@@ -329,6 +329,18 @@ def test_the_sized_loop_builds_in_one_batch_stops_at_a_slower_size_and_profiles_
     assert not first.accepted and "slower" in first.reason and [a.size for a in loop.by_size if a.candidate == "grouped:8"] == [1024]
     assert second.accepted and profiled == ["a", "b"]  # the original and the accepted candidate, once each
     assert second.l2_hit_rate == 50.0 and first.l2_hit_rate is None
+    # a candidate that cannot be spliced fails its own attempt, and the others are built all the same
+    def rewrite(formula):
+        if formula.name == "grouped:8":
+            raise SwzcError("not spliced")
+        return b"// " + formula.name.encode()
+
+    broken = bench.SizedBencher(ctx, sizes, rewrite, hw, rounds=9)
+    try:
+        broken.prebuild([slow, fast])
+        assert broken.measure(slow, None).reason == "not spliced" and broken.measure(fast, None).speedup is not None
+    finally:
+        broken.close()
     # a study of the orders (bench/sizes) runs a slower candidate at every size all the same
     ran.clear()
     study = bench.SizedBencher(ctx, sizes, lambda formula: b"// " + formula.name.encode(), hw, rounds=9, every_size=True)

@@ -354,11 +354,16 @@ class SizedBencher:
         """Build these candidates (with the original and the harnesses) in one batch of parallel compiles before
         any is measured: the loop then waits for one build, not one per candidate.  A build that fails is
         reported when its candidate is measured."""
-        todo = list(dict.fromkeys(f for f in formulas if f.name not in self._libs))
-        jobs = []
-        for formula in todo:
+        todo, jobs = [], []
+        for formula in dict.fromkeys(f for f in formulas if f.name not in self._libs):
+            try:
+                data = self.rewrite(formula)
+            except SwzcError as exc:  # not spliced: nothing to build, said when it is measured
+                self._libs[formula.name] = exc
+                continue
             self._built += 1
-            jobs.append(self.builder.variant(f"b{self._built}", self.rewrite(formula)))
+            todo.append(formula)
+            jobs.append(self.builder.variant(f"b{self._built}", data))
         shared = [] if self._shared is not None else [self.builder.variant("a", self.src.data), *(
             self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
         built = self.builder.compile_each(jobs + shared)
