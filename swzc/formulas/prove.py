@@ -454,11 +454,14 @@ def prove(uses: list[tuple[SwizzleSpec, str, tuple[Shape, ...] | None]]) -> list
         jobs.append((spec, adapter, chosen, why_sampled))
         which = distinct.index((spec, adapter))
         lines += [f"p {which} {gx} {gy} {gz} {n}" for gx, gy, gz, n in chosen]
-    request = "\n".join(lines) + "\n"
+    asked = list(dict.fromkeys(lines))  # kernels of one file share orders and sample grids: each asked once
+    request = "\n".join(asked) + "\n"
     run = prover.run(request.encode())
-    answers = run.stdout.decode("utf-8", "replace").splitlines()
-    if not run.ok or len(answers) != len(lines):
+    answered = run.stdout.decode("utf-8", "replace").splitlines()
+    if not run.ok or len(answered) != len(asked):
         raise SwzcError(f"the swizzle prover failed: {why_failed(run, prover.bodies, request)}", ExitCode.CHECK_FAILED)
+    by_line = dict(zip(asked, answered))
+    answers = [by_line[line] for line in lines]
     proofs = []
     at = 0
     for spec, adapter, shapes, why_sampled in jobs:
