@@ -277,6 +277,11 @@ def test_the_size_table_has_a_row_per_size_and_a_column_per_order():
     assert table[0] == ["size", "grouped:8@4096", "colmajor"]
     assert table[1] == ["1024", "1.000x", "0.950x (slower)"] and table[2] == ["8192", "1.200x (faster)", "1.100x (faster)"]
     assert "| 1024 | 1.000x | 0.950x (slower) |" in report_markdown([result], {})
+    # with the candidates' own table: each table's rows follow its own header
+    text = report_markdown([KernelBench("gemm", 1, tuple(rows[1:2]), None, "", by_size=tuple(rows))], {}).splitlines()
+    header = next(i for i, line in enumerate(text) if line.startswith("| candidate |"))
+    assert text[header + 2].startswith("| grouped:8@4096 |")
+    assert text.index("| 1024 | 1.000x | 0.950x (slower) |") < header
 
 
 def test_a_block_set_at_run_time_is_given_a_stated_value(tmp_path):

@@ -521,13 +521,13 @@ def report_markdown(results: list[KernelBench], meta: dict) -> str:
     lines = [f"# swzc benchmark report: {meta.get('file', '')} on {meta.get('device', '')}", ""]
     for r in results:
         lines += [f"## {r.kernel} (line {r.line}): {'accepted ' + r.chosen if r.chosen else 'declined'}", "", r.reason, "",
-                  f"Profiler: {r.profiler or '–'}", "",
-                  "| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | measured L2 % | DRAM read MB | verdict |",
-                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        if r.by_size:
+                  f"Profiler: {r.profiler or '–'}", ""]
+        if r.by_size:  # before the candidates' table, not inside it
             table = size_table(r)
             lines += ["Measured speedup over the original, by size:", "", "| " + " | ".join(table[0]) + " |",
                       "|" + "---|" * len(table[0]), *("| " + " | ".join(row) + " |" for row in table[1:]), ""]
+        lines += ["| candidate | predicted L2 % | correct | speedup | lower bound | A/A noise | baseline ms | ms | measured L2 % | DRAM read MB | verdict |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for a in r.attempts:
             def f(v: float | None, fmt: str) -> str:
                 return format(v, fmt) if v is not None else "–"
