@@ -473,3 +473,13 @@ def test_a_kernel_launched_nowhere_whose_reads_the_model_follows_asks_for_its_gr
     ctx, analysis = _ctx(tmp_path, text)
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (give it with --grid gather=")
+
+
+def test_a_block_that_names_nothing_swzc_evaluates_is_said_to_be_the_block(tmp_path):
+    """The grid names its sizes, but the block is an expression of nothing swzc can evaluate or bind."""
+    text = ("struct Opaque;\n__global__ void k(const float* a, float* c, int n) {\n"
+            "  c[blockIdx.y * n + blockIdx.x] = a[blockIdx.x * n + blockIdx.y];\n}\n"
+            "void run(const float* a, float* c, int n) {\n  k<<<dim3(n / 16, n / 16), dim3(sizeof(Opaque) * 8)>>>(a, c, n);\n}\n")
+    ctx, analysis = _ctx(tmp_path, text)
+    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(got, str) and got.startswith("its block at line 6 (dim3(sizeof(Opaque) * 8)) is what swzc does not evaluate")
