@@ -464,10 +464,6 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
         clean.echo(model, nl=False)
 
 
-if __name__ == "__main__":
-    main()
-
-
 def _bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
     """--bench-sizes S1,S2,...: each a positive integer, at most 16, given exactly when the command holds {size}."""
     if text is None:
@@ -480,3 +476,7 @@ def _bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
     if not 1 <= len(parts) <= 16 or not all(p.isdigit() and 0 < int(p) < 1 << 31 for p in parts):
         raise SwzcError(f"--bench-sizes {text!r}: expected up to 16 positive integers separated by commas, e.g. 1024,4096,8192")
     return tuple(sorted({int(p) for p in parts}))
+
+
+if __name__ == "__main__":
+    main()

@@ -429,7 +429,8 @@ def _evaluated(call: Node, scope: Scope) -> bool:
     if function is None or function.type != "identifier":
         return False
     name = _text(function)
-    return name in _CALLS or isinstance(scope.find(name), Macro) and scope.find(name).params is not None  # type: ignore[union-attr]
+    bound = scope.find(name)
+    return name in _CALLS or isinstance(bound, Macro) and bound.params is not None
 
 
 def _text(node: Node | None) -> str:

@@ -224,16 +224,18 @@ class Bencher:
         # the generated harness: the original's library and the harness are built once, at the first candidate,
         # in a folder of the loop's own (removed by `close`); each candidate builds only its own library
         self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._builder: Builder | None = None
         self._shared: tuple[Path, Path] | None = None
         self._built = 0
 
     def _build(self, rewritten: bytes) -> Build:
         """The candidate's library, with the original's and the harness built once for every candidate."""
         assert self.plan is not None
-        if self._folder is None:
+        if self._builder is None:
             self._folder = tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True)
-        builder = Builder(self.src.path, self.plan.kernel, self.arch, self.include_dir, Path(self._folder.name),
-                          self.src.dialect, self.toolchain, self.flags)
+            self._builder = Builder(self.src.path, self.plan.kernel, self.arch, self.include_dir, Path(self._folder.name),
+                                    self.src.dialect, self.toolchain, self.flags)
+        builder = self._builder
         self._built += 1
         jobs = [builder.variant(f"b{self._built}", rewritten)]
         if self._shared is None:
@@ -262,9 +264,7 @@ class Bencher:
         except SwzcError as exc:
             result = HarnessResult(False, exc.message, None, failed=True)
         if result.failed or result.timing is None:
-            status = "check failed" if result.failed or result.correct else "outputs differ"
-            why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-            attempt = Attempt.unmeasured(formula, predicted, status, why, time.perf_counter() - start)
+            attempt = replace(_failed(formula, predicted, result), seconds=time.perf_counter() - start)
         else:
             verdict = judge(result.timing, True)
             hit = dram = None
@@ -301,7 +301,7 @@ class Bencher:
         """Remove the builds (the loop's folder)."""
         if self._folder is not None:
             self._folder.cleanup()
-            self._folder = None
+            self._folder, self._builder = None, None
 
 
 @dataclass(frozen=True)
@@ -420,17 +420,21 @@ class SizedBencher:
                            self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
 
 
-def _sized_attempt(formula: Formula, predicted: float | None, size: int, result: HarnessResult,
-                   hit: float | None = None, dram: float | None = None) -> Attempt:
+def _failed(formula: Formula, predicted: float | None, result: HarnessResult, where: str = "") -> Attempt:
+    """A candidate whose check did not run through ("check failed") or whose outputs differ."""
+    status = "check failed" if result.failed or result.correct else "outputs differ"
+    why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
+    return Attempt.unmeasured(formula, predicted, status, where + why, 0.0)
+
+
+def _sized_attempt(formula: Formula, predicted: float | None, size: int, result: HarnessResult) -> Attempt:
     """One candidate at one size of several: a failed check, or the verdict with "slower" where it is."""
     if result.failed or result.timing is None:
-        status = "check failed" if result.failed or result.correct else "outputs differ"
-        why = result.detail if status == "check failed" else f"outputs differ from the original: {result.detail}"
-        return replace(Attempt.unmeasured(formula, predicted, status, f"at {size}: {why}", 0.0), size=size)
+        return replace(_failed(formula, predicted, result, f"at {size}: "), size=size)
     verdict = judge(result.timing, True)
     status = "accepted" if verdict.accepted else "slower" if verdict.slower else "not faster"
     return Attempt(formula.name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
-                   verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason, 0.0, status, formula, size, verdict.upper)
+                   verdict.baseline_ms, verdict.candidate_ms, None, None, verdict.reason, 0.0, status, formula, size, verdict.upper)
 
 
 def _combined(formula: Formula, predicted: float | None, mine: list[Attempt], sizes: int, seconds: float) -> Attempt:

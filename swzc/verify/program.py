@@ -17,7 +17,7 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swzc.core import processes
@@ -40,8 +40,7 @@ class ProgramBench:
 
     def at(self, size: int) -> ProgramBench:
         """The command at one size: `{size}` replaced by it."""
-        return ProgramBench(self.bench_cmd.replace("{size}", str(size)), self.build_cmd, self.runs, self.time_pattern,
-                            self.check_pattern)
+        return replace(self, bench_cmd=self.bench_cmd.replace("{size}", str(size)), sizes=())
 
     @property
     def each(self) -> list[tuple[int | None, ProgramBench]]:
