@@ -17,6 +17,7 @@ from swzc.frontend import source
 from swzc.model import sweep
 from swzc.model.rank import MARGIN_POINTS, Ranking
 from swzc.pipeline.driver import Options, load_hw, rank_kernels, rewrite_file
+from swzc.search.proposers import EXPLORE, BuiltinProposer, KernelTask
 
 # A naive GEMM, 32 x 8 blocks, sized by the launching function's parameters.
 RUNTIME_GEMM = """\
@@ -136,6 +137,46 @@ def test_no_order_pays_on_a_kernel_with_nothing_to_share(tmp_path):
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, Ranking) and got.chosen is None and got.sweep is not None
     assert got.reason.startswith("no order pays from any size up")
+    # nothing pays at the largest size, so nothing has a crossover: the smaller sizes rank the original alone
+    assert all([p.candidate for p in pt.ranking.predictions] == ["identity"] for pt in got.sweep.points[:-1])
+
+
+def test_a_sweep_where_no_order_pays_measures_the_transposed_raster_on_a_gpu_only(tmp_path):
+    # the model sees nothing to share in a copy; what a transposed raster gains there (write locality, DRAM
+    # pages) only a GPU can tell, at each size swept, as for a kernel of one grid
+    ctx, analysis = _ctx(tmp_path, RUNTIME_COPY)
+    hw = load_hw("h100")
+    ranking = rank_kernels(ctx, analysis, hw, {})[0]
+    assert isinstance(ranking, Ranking) and ranking.sweep is not None and ranking.chosen is None
+    offered = BuiltinProposer().candidates(KernelTask(ctx, analysis, 0, hw, ranking, measured=True))
+    assert [spec for spec, _ in offered] == [EXPLORE] and EXPLORE.gate == 0
+    assert BuiltinProposer().candidates(KernelTask(ctx, analysis, 0, hw, ranking, measured=False)) == []
+
+
+def test_below_the_largest_size_only_orders_that_pay_there_are_ranked_in_one_prover_run(tmp_path, monkeypatch):
+    ctx, analysis = _ctx(tmp_path, RUNTIME_GEMM)
+    asked: list[bytes] = []
+    real = proving.Prover.run
+    monkeypatch.setattr(proving.Prover, "run", lambda self, request: asked.append(request) or real(self, request))
+    surveyed: list[int] = []
+    survey = sweep.survey
+    monkeypatch.setattr(sweep, "survey", lambda ctx, k, *a: surveyed.append(k.launches[0].grid) or survey(ctx, k, *a))
+    hw = load_hw("h100")
+    got = sweep.rank_over_sizes(ctx, analysis.kernels[0], hw)
+    assert isinstance(got, Ranking) and got.sweep is not None and got.chosen is not None
+    # no footprint is made at a size of fewer than MIN_WAVES waves of blocks
+    resident = got.residency.resident_blocks(hw)
+    assert surveyed and all(g[0] * g[1] * g[2] >= sweep.MIN_WAVES * resident for g in surveyed)
+    points = got.sweep.points
+    largest = points[-1].ranking
+    top = [p.candidate for p in largest.predictions if p.candidate != "identity"][: sweep.TOP_ORDERS]
+    paying = {c for c in top if sweep.pays(largest.prediction(c), largest.identity)}
+    assert got.chosen.ungated.name in paying and len(largest.predictions) > len(paying) + 1
+    for pt in points[:-1]:
+        assert {p.candidate for p in pt.ranking.predictions} == {"identity", *paying}
+    # the block orders: the family's at the largest size, then every smaller size's at once
+    lists = [r for r in asked if b"\nd " in r or r.startswith(b"d ")]
+    assert len(lists) == 2 and lists[1].count(b"\nd ") == (len(points) - 1) * (len(paying) + 1)
 
 
 def test_a_size_the_user_sets_is_not_swept(tmp_path):

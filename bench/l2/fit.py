@@ -25,7 +25,7 @@ from swzc.analysis.kernels import analyze
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import EFFECTIVE, SOFTNESS, L2Model
 from swzc.formulas.prove import dispatch_maps
-from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, _resident
+from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, resident_at
 from swzc.model.residency import residency
 from swzc.formulas.swizzles import parse_spec
 from swzc.analysis.context import FileContext
@@ -69,7 +69,7 @@ class Kernel:
         assert isinstance(fp, Footprint), fp
         self.name, self.fp, self.rows, self.hw = name, fp, rows, hw
         self.residency = residency(ctx, info, hw, fp.threads, use_compiler=True)
-        self.resident = _resident(self.residency, info, index, hw)
+        self.resident = resident_at(self.residency, info, index, hw)
         specs = [parse_spec(r["candidate"]) for r in rows]
         self.maps = dispatch_maps([(s, fp.adapter) for s in specs], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)
 

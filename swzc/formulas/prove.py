@@ -17,7 +17,7 @@ import shlex
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -486,14 +486,29 @@ def dispatch_maps(uses: list[tuple[SwizzleSpec, str]], shape: Shape, limit: int 
     first `limit` positions, where given).
 
     Computed by the same compiled C++ the prover runs, so the model ranks exactly what is spliced in."""
-    distinct = tuple(dict.fromkeys(uses))
+    return dispatch_maps_at([(uses, shape)], limit)[0]
+
+
+def dispatch_maps_at(asks: Sequence[tuple[Sequence[tuple[SwizzleSpec, str]], Shape]], limit: int | None = None
+                     ) -> list[list[np.ndarray]]:
+    """`dispatch_maps` for several shapes (a sweep's sizes), each with its own (spec, adapter) pairs, from one run
+    of the prover."""
+    distinct = tuple(dict.fromkeys(use for uses, _ in asks for use in uses))
+    if not distinct:
+        return [[] for _ in asks]
     prover = build_prover(distinct)
-    gx, gy, gz, n = shape
-    blocks = gx * gy * gz if limit is None else min(limit, gx * gy * gz)
-    request = (f"l {blocks}\n" if limit is not None else "") + "".join(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n" for use in uses)
+    lines: list[str] = []
+    counts: list[int] = []
+    for uses, (gx, gy, gz, n) in asks:
+        blocks = gx * gy * gz if limit is None else min(limit, gx * gy * gz)
+        for use in uses:
+            lines.append(f"d {distinct.index(use)} {gx} {gy} {gz} {n}\n")
+            counts.append(blocks)
+    request = (f"l {limit}\n" if limit is not None else "") + "".join(lines)
     run = prover.run(request.encode())
     data = np.frombuffer(run.stdout, dtype=np.uint32)
-    if not run.ok or data.size != 3 * blocks * len(uses):
+    if not run.ok or data.size != 3 * sum(counts):
         raise SwzcError(f"the swizzle prover failed to list block orders: {why_failed(run, prover.bodies, request)}",
                         ExitCode.CHECK_FAILED)
-    return [chunk.reshape(blocks, 3) for chunk in np.split(data, len(uses))] if uses else []
+    maps = iter(np.split(data, np.cumsum([3 * c for c in counts])[:-1]) if counts else [])
+    return [[next(maps).reshape(-1, 3) for _ in uses] for uses, _ in asks]

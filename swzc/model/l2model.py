@@ -124,7 +124,7 @@ def _streams(fp: Footprint, unit_bytes: int, write: bool) -> list[_Stream]:
     for access in fp.accesses:
         if access.write != write:
             continue
-        units = np.unique(access.sectors * 32 // unit_bytes)
+        units = _sorted_unique(access.sectors * 32 // unit_bytes)
         offsets = tuple(int(b // unit_bytes) for b in access.block_bytes)
         step = int(np.gcd.reduce([abs(o) for o in offsets if o])) if any(offsets) else 1
         neighbours = tuple((delta // step, overlap) for delta, overlap in _neighbours(units, offsets))  # type: ignore[arg-type]
@@ -132,16 +132,26 @@ def _streams(fp: Footprint, unit_bytes: int, write: bool) -> list[_Stream]:
     return streams
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique of `values`, in one pass where they are sorted already (a footprint's sectors are)."""
+    if values.size < 2 or not bool(np.all(values[1:] >= values[:-1])):
+        return np.unique(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+
+
 def _neighbours(units: np.ndarray, offsets: tuple[int, int, int]) -> tuple[tuple[int, int], ...]:
     """Offsets to nearby blocks whose footprints overlap this one's, with the overlap size."""
     r, c, _ = offsets
     found = []
+    if units.size == 0:
+        return ()
     for dr in (-1, 0, 1):
         for dc in (-1, 0, 1):
             delta = dr * r + dc * c
             if delta == 0:
                 continue
-            overlap = int(np.intersect1d(units, units + delta, assume_unique=True).size)
+            shifted = units + delta  # both sorted and unique: the units found in both, by binary search
+            overlap = int(np.count_nonzero(units[np.minimum(np.searchsorted(units, shifted), units.size - 1)] == shifted))
             if overlap:
                 found.append((delta, overlap))
     return tuple(sorted(set(found)))

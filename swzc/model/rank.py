@@ -34,7 +34,7 @@ from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint, UnknownAccess, footprint
 from swzc.target.hw import HardwareModel
 from swzc.model.l2model import L2Model, Prediction
-from swzc.formulas.prove import dispatch_maps
+from swzc.formulas.prove import Shape, dispatch_maps, dispatch_maps_at
 from swzc.model.residency import Residency, residency
 from swzc.formulas import steps
 from swzc.formulas.swizzles import Step, SwizzleSpec
@@ -170,12 +170,13 @@ def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> 
 
 def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
          specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = (),
-         running: Residency | None = None) -> Ranking | str:
+         running: Residency | None = None, orders: Orders | None = None) -> Ranking | str:
     """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
 
     `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
     compiled, never run); otherwise the residency comes from the launch bounds or the default.  `running`:
-    a residency found before (an earlier ranking's), used as it is."""
+    a residency found before (an earlier ranking's), used as it is.  `orders`: block orders listed before
+    (`block_orders`), used where they hold the ones needed."""
     surveyed = survey(ctx, kernel, hw, user, compiler, flags, running)
     if isinstance(surveyed, str):
         return surveyed
@@ -185,7 +186,7 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
-    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident), residency=running)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running)
     return ranking
 
 
@@ -210,7 +211,7 @@ def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappin
         return f"{NO_DATA}: the kernel reads no global memory{unwritten}"
     if running is None:
         running = residency(ctx, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
-    return fp, running, _resident(running, kernel, index, hw)
+    return fp, running, resident_at(running, kernel, index, hw)
 
 
 def _footprint(ctx: FileContext, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
@@ -239,7 +240,7 @@ def _shape_key(fp: Footprint) -> tuple:
     return fp.grid, fp.block, fp.tiles, tuple(streams), len(fp.unknown), fp.staged
 
 
-def _resident(running: Residency, kernel: KernelInfo, index: int, hw: HardwareModel) -> int:
+def resident_at(running: Residency, kernel: KernelInfo, index: int, hw: HardwareModel) -> int:
     """Blocks (tiles, for a tile loop) in progress at once on the whole GPU."""
     resident = running.resident_blocks(hw)
     grid = kernel.launches[index].grid
@@ -248,8 +249,12 @@ def _resident(running: Residency, kernel: KernelInfo, index: int, hw: HardwareMo
     return resident
 
 
-def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int) -> Ranking:
-    maps = dispatch_maps([(s, adapter) for s in specs], (*fp.grid, divisor), MAX_MODEL_BLOCKS)
+def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int,
+          orders: Orders | None = None) -> Ranking:
+    shape = (*fp.grid, divisor)
+    known = [orders.get((s, adapter, shape)) for s in specs] if orders is not None else []
+    maps = (known if known and all(m is not None for m in known) else  # type: ignore[misc]
+            dispatch_maps([(s, adapter) for s in specs], shape, MAX_MODEL_BLOCKS))
     model = L2Model(fp, hw, resident)
     scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
     predictions = sorted((replace(model.predict(s.name, order, adapter, divisor).scaled(scale), formula=s)
@@ -270,6 +275,16 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
               f"{_mb(base)} and {base.l2_hit_rate:.1f} %{partial}")
     return Ranking(fp, tuple(predictions), best.formula, reason)
+
+
+Orders = Mapping[tuple[SwizzleSpec, str, Shape], np.ndarray]  # (spec, adapter, shape): its block order
+
+
+def block_orders(asks: Sequence[tuple[Sequence[SwizzleSpec], str, Shape]]) -> Orders:
+    """The block orders `rank` needs for each (specs, adapter, shape), listed by one run of the prover (a sweep
+    asks for all its sizes at once)."""
+    maps = dispatch_maps_at([([(s, adapter) for s in specs], shape) for specs, adapter, shape in asks], MAX_MODEL_BLOCKS)
+    return {(s, adapter, shape): m for (specs, adapter, shape), found in zip(asks, maps) for s, m in zip(specs, found)}
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:

@@ -4,8 +4,9 @@ chosen only with the gate that keeps it off the sizes where it does not pay.
 Where no launch in the file fixes a kernel's grid, the analysis names what would (`Launch.sizes`: the
 launching function's parameters, a variable read from argv, ...).  Each is bound to one value `s` (a square
 problem: M = N = K = s), for `s` in `SIZES`, and the file's launch is evaluated again and ranked by the L2
-model as if the file had fixed it (swzc.model.rank): the whole family at the largest size, its best
-`TOP_ORDERS` and the original at the others.  The sweep begins where the grid fills the GPU
+model as if the file had fixed it (swzc.model.rank): the whole family at the largest size; at the others the
+original and those of the family's best `TOP_ORDERS` that pay at the largest size (only those can have a
+crossover).  The sweep begins where the grid fills the GPU
 `MIN_WAVES` times over and ends once the kernel's arrays span `PAST_L2` times the L2 (after `MIN_POINTS`
 sizes at least), or at `MAX_POINTS` sizes.
 
@@ -30,8 +31,9 @@ from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
-from swzc.model.rank import MARGIN_POINTS, NO_DATA, Ranking, SizePoint, SizeSweep, rank, size_bindings, survey
-from swzc.model.residency import Residency
+from swzc.model.rank import (MARGIN_POINTS, NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, rank, resident_at,
+                             size_bindings, survey)
+from swzc.model.residency import Residency, residency
 from swzc.formulas.swizzles import SwizzleSpec
 from swzc.target.hw import HardwareModel
 
@@ -99,8 +101,15 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
                 break
             first_failure = first_failure or f"at {said} = {size} the grid is still not fixed ({launch.grid_text.strip()[:60]})"
             continue
-        if grid[0] * grid[1] * grid[2] < MIN_WAVES * hw.compute_units and size != SIZES[-1]:
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks < MIN_WAVES * hw.compute_units and size != SIZES[-1]:
             continue  # fewer blocks than MIN_WAVES per SM: under MIN_WAVES waves whatever the residency, no footprint needed
+        index = next(i for i, la in enumerate(at.launches) if la.grid is not None)
+        block = at.launches[index].block
+        if running is None and block is not None:  # the residency needs the block only: found before the footprint
+            running = residency(ctx, at, hw, block[0] * block[1] * block[2], use_compiler=compiler, flags=flags)
+        if running is not None and blocks < MIN_WAVES * resident_at(running, at, index, hw) and size != SIZES[-1]:
+            continue  # under MIN_WAVES waves
         got = survey(ctx, at, hw, bound, compiler, flags, running)  # the sizes first, the model after
         if isinstance(got, str):
             if points:
@@ -118,22 +127,26 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             continue
         rows, cols, _ = fp.tiles
         points.append(SizePoint(size, grid, rows * cols, span, None))  # type: ignore[arg-type]  # ranked below
-        kernels.append((at, bound))
+        kernels.append((at, bound, fp.adapter, (*fp.grid, fp.divisor)))
         if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
     if not points:
         return _unfollowed(ctx, kernel, hw, user, names, assumed) or \
             first_failure or f"no size from {SIZES[0]} to {SIZES[-1]} of {said} gives a grid the model can rank"
-    # the whole family at the largest size; its best TOP_ORDERS (and identity) at the others
+    # The whole family at the largest size; at the others, those of its best TOP_ORDERS that pay there (only an
+    # order that pays at the largest size has a crossover), and identity.  The block orders of the smaller
+    # sizes are listed in one prover run.
     ranked: list[SizePoint] = []
     specs: list[SwizzleSpec] | None = None
-    for point, (at, bound) in reversed(list(zip(points, kernels))):
-        got = rank(ctx, at, hw, bound, specs, compiler=compiler, flags=flags, running=running)
+    orders: Orders | None = None
+    for point, (at, bound, _, _) in reversed(list(zip(points, kernels))):
+        got = rank(ctx, at, hw, bound, specs, compiler=compiler, flags=flags, running=running, orders=orders)
         if isinstance(got, str):
             return f"at {said} = {point.size}: {got}"
         if specs is None:
-            specs = [IDENTITY, *(p.formula for p in got.predictions if isinstance(p.formula, SwizzleSpec)
-                                 and not p.formula.is_identity)][: TOP_ORDERS + 1]
+            top = [p.formula for p in got.predictions if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
+            specs = [IDENTITY, *(s for s in top[:TOP_ORDERS] if pays(got.prediction(s.name), got.identity))]  # type: ignore[arg-type]
+            orders = block_orders([(specs, adapter, shape) for _, _, adapter, shape in kernels[:-1]])
         ranked.insert(0, replace(point, ranking=got))
     ranking = _choose(names, tuple(ranked), hw)
     if assumed and ranking.sweep is not None:  # say what the block was taken to be

@@ -106,11 +106,12 @@ class BuiltinProposer:
 
     def candidates(self, task: KernelTask) -> list[tuple[SwizzleSpec, float | None]]:
         ranking = task.ranking
-        if isinstance(ranking, Ranking) and ranking.sweep is not None:  # each order that pays from some size up, gated
+        if isinstance(ranking, Ranking) and ranking.sweep is not None and ranking.sweep.gated:
+            # each order that pays from some size up, gated
             return [(spec, known.l2_hit_rate) for spec in ranking.sweep.gated
                     if (known := ranking.prediction(spec.ungated.name)) is not None]
         if isinstance(ranking, Ranking):
-            if ranking.chosen is None:
+            if ranking.chosen is None:  # at its one grid, or at no size of its sweep (measured at each of them)
                 explore = next((p for p in ranking.predictions if p.formula == EXPLORE), None)
                 if explore is None or not task.measured:
                     return []
