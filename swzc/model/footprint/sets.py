@@ -123,8 +123,9 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Half-open intervals, sorted and with overlapping or touching ones joined."""
     if starts.size <= 1:
         return starts, ends
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
+    if not bool(np.all(starts[1:] >= starts[:-1])):  # most often sorted already (see _intervals): one pass then
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)
     new = np.ones(starts.size, dtype=bool)
     new[1:] = starts[1:] > reach[:-1]
@@ -152,8 +153,10 @@ def _intervals(pieces: list[_Set], const: int, width: int) -> tuple[np.ndarray, 
             short_s, short_e, shifts = starts, ends, p.points
         if short_s.size * shifts.size > MAX_POINTS:
             raise _OverBudget
-        starts = np.concatenate([grown_s, (short_s[:, None] + shifts[None, :]).ravel()])
-        ends = np.concatenate([grown_e, (short_e[:, None] + shifts[None, :]).ravel()])
+        # shift by shift: sorted as they come where the intervals so far lie within one shift (pieces go by
+        # spacing, smallest first), which spares _merge its sort
+        starts = np.concatenate([grown_s, (shifts[:, None] + short_s[None, :]).ravel()])
+        ends = np.concatenate([grown_e, (shifts[:, None] + short_e[None, :]).ravel()])
         starts, ends = _merge(starts, ends)
     return starts, ends
 
