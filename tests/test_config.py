@@ -178,9 +178,15 @@ def test_the_project_s_table_is_read_however_toml_spells_it(project, spelled):
 
 def test_quiet_prints_nothing_but_errors_and_verbose_prints_every_candidate(project):
     configure(project, 'include-dir = ["include"]\n')
-    quiet = CliRunner().invoke(main, ["-q", "rewrite", "g.cu", "--no-compile"])
-    assert quiet.exit_code == 0 and quiet.output == ""
-    assert CliRunner().invoke(main, ["-q", "rewrite", "missing.cu"]).output.startswith("swzc: error:")
+    for args in (["-qq", "rewrite", "g.cu", "--no-compile"], ["rewrite", "-qq", "g.cu", "--no-compile"],
+                 ["-q", "rewrite", "-q", "g.cu", "--no-compile"]):
+        silent = CliRunner().invoke(main, args)
+        assert silent.exit_code == 0 and silent.output == ""
+    assert CliRunner().invoke(main, ["-qq", "rewrite", "missing.cu"]).output.startswith("swzc: error:")
+    # once: each kernel's outcome, without the notes and the dry-run reminder
+    quiet = CliRunner().invoke(main, ["rewrite", "-q", "g.cu", "--no-compile"]).output
+    assert "rewritten with" in quiet and "dry run" not in quiet and "note:" not in quiet
+    assert "dry run" in CliRunner().invoke(main, ["rewrite", "g.cu", "--no-compile"]).output
 
 
 @pytest.mark.parametrize("command", ["rewrite", "analyze", "probe", "suggest", "review", "show"])

@@ -226,9 +226,37 @@ def test_grid_applies_to_the_files_that_hold_the_kernel(work):
 
 def test_global_verbosity(work):
     assert invoke("-v", "suggest", "scale.cu").stdout == "scale.cu:1: kernel scale: untouched: does not read the block index\n"
-    quiet = invoke("-q", "suggest", "gemm.cu", "missing.cu")
-    assert (quiet.exit_code, quiet.stdout) == (2, "")
-    assert quiet.stderr.startswith("swzc: error: missing.cu: cannot read")
+    silent = invoke("-qq", "suggest", "gemm.cu", "missing.cu")
+    assert (silent.exit_code, silent.stdout) == (2, "")
+    assert silent.stderr.startswith("swzc: error: missing.cu: cannot read")
+
+
+UNRANKED = b"""__global__ void tile(float* out, const float* in, int w) {
+  const int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+  out[x * w + y] = in[y * w + x];
+}
+"""
+
+
+@pytest.mark.parametrize("before, after", [((), ()), (("-q",), ()), ((), ("-q",)), (("-qq",), ()), ((), ("-qq",)),
+                                           (("-q",), ("-q",)), (("-v",), ()), ((), ("-v",))])
+def test_quiet_keeps_the_findings_and_twice_silences_and_either_goes_before_or_after_the_command(work, before, after):
+    (work / "unranked.cu").write_bytes(UNRANKED)
+    run = invoke(*before, "suggest", *after, "gemm.cu", "unranked.cu")
+    quiet = min(2, (before + after).count("-q") + 2 * (before + after).count("-qq"))
+    verbose = "-v" in before + after
+    assert run.exit_code == 1  # a suggestion, whatever is printed
+    assert len(suggestion_lines(run.stdout)) == (0 if quiet == 2 else 1)
+    assert ("unranked.cu:1: kernel tile: unranked:" in run.stdout) == verbose
+    # the kernels the model cannot rank: one line by default, on stderr, and the hook does not fail for them
+    hint = "1 kernel(s) in unranked.cu could not be ranked by the L2 model"
+    assert (hint in run.stderr) == (quiet == 0 and not verbose)
+
+
+def test_the_unranked_hint_does_not_fail_a_hook(work):
+    (work / "unranked.cu").write_bytes(UNRANKED)
+    run = invoke("suggest", "unranked.cu", "scale.cu")
+    assert (run.exit_code, run.stdout) == (0, "") and "could not be ranked" in run.stderr
 
 
 def test_project_settings_apply_and_the_apply_command_leaves_them_to_rewrite(work):

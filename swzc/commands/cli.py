@@ -204,13 +204,34 @@ def build_llm(proposer: str, model: str | None, base_url: str | None, timeout_s:
     return LlmProposer(client, fall_back=proposer == "both")
 
 
+QUIET_HELP = "-q: print the findings and errors only (no notes, hints or summaries); -qq: errors only."
+VERBOSE_HELP = "Also print every kernel's status and reason, and every candidate its proposers tried."
+
+
+def _count(name: str) -> Callable[[click.Context, click.Parameter, int], None]:
+    """A -q or -v given after the subcommand adds to the one given before it (as ruff takes them)."""
+
+    def add(ctx: click.Context, _: click.Parameter, value: int) -> None:
+        root = ctx.find_root()
+        if value and isinstance(root.obj, dict):
+            root.obj[name] += value
+
+    return add
+
+
+def verbosity_options(func: F) -> F:
+    """-q/-qq and -v on a subcommand, as on swzc itself."""
+    func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_count("verbose"), help=VERBOSE_HELP)(func)
+    return click.option("-q", "--quiet", count=True, expose_value=False, callback=_count("quiet"), help=QUIET_HELP)(func)
+
+
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="swzc")
-@click.option("-q", "--quiet", is_flag=True, help="Print only errors (and what goes to stdout on request).")
-@click.option("-v", "--verbose", is_flag=True, help="Also print every candidate each kernel's proposers tried.")
+@click.option("-q", "--quiet", count=True, help=QUIET_HELP)
+@click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 @click.pass_context
 @guarded
-def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
+def main(ctx: click.Context, quiet: int, verbose: int) -> None:
     """Hardware-aware block swizzles for CUDA and HIP kernels.
 
     Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
@@ -230,12 +251,13 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
         ctx.default_map = config.default_map(commands, settings)
 
 
-def verbosity() -> tuple[bool, bool]:
-    """(quiet, verbose) from the command line."""
+def verbosity() -> tuple[int, bool]:
+    """(quiet, verbose) from the command line, before and after the subcommand: quiet is 0, 1 (-q: findings
+    and errors) or 2 (-qq: errors only)."""
     ctx = click.get_current_context(silent=True)
     root = ctx.find_root() if ctx is not None else None
     obj = root.obj if root is not None and isinstance(root.obj, dict) else {}
-    return bool(obj.get("quiet")), bool(obj.get("verbose"))
+    return min(2, int(obj.get("quiet") or 0)), bool(obj.get("verbose"))
 
 
 @main.command(epilog=examples(
@@ -280,6 +302,7 @@ def verbosity() -> tuple[bool, bool]:
               help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
 @max_bytes_option
 @json_option
+@verbosity_options
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
@@ -364,8 +387,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     result = replace(result, notes=(*context_notes, *result.notes))
     quiet, verbose = verbosity()
     report = (rewrite_report.render_json(result, output, in_place, patch_out) if as_json
-              else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose))
-    if not quiet or as_json:
+              else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose, notes=not quiet))
+    if quiet < 2 or as_json:
         clean.echo(report, err=to_stdout)
     if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
         clean.write_exact(result.new)
@@ -395,6 +418,7 @@ def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: s
 @click.option("--compile/--no-compile", "compile_file", default=True, show_default=True,
               help="Compile FILE (never run it) for each kernel's registers and shared memory, which set how many "
                    "blocks run at once in the L2 model; without it, the launch bounds or a stated default.")
+@verbosity_options
 @guarded
 def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
@@ -407,7 +431,8 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
         ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
     report = analyze_report.analyzed(ctx, analysis, hw, bound, compile_file, context.compile_flags(),
                                      (*context_notes, *analysis.notes))
-    clean.echo(analyze_report.render_json(report) if as_json else analyze_report.render_text(report))
+    if verbosity()[0] < 2 or as_json:
+        clean.echo(analyze_report.render_json(report) if as_json else analyze_report.render_text(report))
     if report.exit_code != ExitCode.OK:  # as `rewrite` would end: kernels read the block index, none would be rewritten
         sys.exit(int(report.exit_code))
 
@@ -423,6 +448,7 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
 @click.option("--from-output", "from_output", metavar="FILE",
               help="Parse a saved probe output (e.g. from the GPU's machine) instead of building and running the probe.")
 @click.option("--save-output", "save_output", metavar="FILE", help="Keep the probe's raw output here.")
+@verbosity_options
 @guarded
 def probe(base_name: str, output: str | None, name: str | None, arch: str | None, hip: bool, from_output: str | None,
           save_output: str | None) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import click
 
 from swzc.analysis.records import LaunchFact
-from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option
+from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity_options
 from swzc.core import clean, outputs
 from swzc.core.errors import SwzcError
 from swzc.core.outputs import STDOUT, Output
@@ -84,6 +84,7 @@ Exit codes:
 @click.option("--compile/--no-compile", "compile_check", default=False, show_default=True,
               help="Compile each rewritten file with nvcc/hipcc as `rewrite` does (off: review builds nothing it reads).")
 @max_bytes_option
+@verbosity_options
 @guarded
 def command(files: tuple[str, ...], output_format: str, output: str | None, diff_base: str | None, hw_name: str,
             bindings: tuple[str, ...], refusals: bool, compile_check: bool, max_bytes: int, include_dirs: tuple[str, ...],

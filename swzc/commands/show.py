@@ -14,7 +14,7 @@ from swzc.core import outputs
 
 from swzc.report import picture
 from swzc.report import show as show_report
-from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity
+from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity, verbosity_options
 from swzc.core.outputs import Output
 from swzc.pipeline.driver import analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle
 from swzc.pipeline.reading import build_context, input_limit
@@ -47,6 +47,7 @@ Exit codes:
 @set_option
 @build_options
 @max_bytes_option
+@verbosity_options
 @guarded
 def command(file: str, output: str, html_out: str | None, kernel: str | None, swizzle: str | None, runner_up: bool,
             hw_name: str, bindings: tuple[str, ...], max_bytes: int, include_dirs: tuple[str, ...], defines: tuple[str, ...],

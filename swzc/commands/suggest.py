@@ -16,7 +16,8 @@ import sys
 import click
 from click.core import ParameterSource
 
-from swzc.commands.cli import build_options, guarded, hw_option, json_option, max_bytes_option, set_option, verbosity
+from swzc.commands.cli import (build_options, guarded, hw_option, json_option, max_bytes_option, set_option, verbosity,
+                               verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
 from swzc.report import suggest as suggest_report
@@ -63,15 +64,14 @@ Exit codes:
 @build_options
 @max_bytes_option
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are suggestions (bad input and failed checks still exit 2 and 3).")
-@click.option("-v", "--verbose", is_flag=True, help="Also print the kernels left alone, with their status and reason "
-              "(as `swzc -v suggest`).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
               help="FILEs analysed at once, each on a worker process of its own; the output is the same, in the same order.")
 @json_option
+@verbosity_options
 @guarded
 def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
-            max_bytes: int, exit_zero: bool, verbose: bool, jobs: int, as_json: bool) -> None:
+            max_bytes: int, exit_zero: bool, jobs: int, as_json: bool) -> None:
     """Print the block swizzle the L2 model suggests for each kernel of FILES; write nothing.
 
     The model alone decides: no GPU, no LLM, no compile check, and FILES are never built or run, so this
@@ -94,19 +94,22 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
                      if typed(name) for pair in pairs)
     settings = Settings(load_hw(hw_name), parse_bindings(list(bindings)), include_dirs, defines, build_path, grids, blocks,
                         max_bytes, tuple(passed), launches)
-    quiet, loud = verbosity()
+    quiet, verbose = verbosity()
     reports = []
     for report in suggest_files(files, settings, jobs):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True)
-        if not as_json and not quiet:
-            for line in suggest_report.render_lines(report, verbose or loud):
+        if not as_json and quiet < 2:
+            for line in suggest_report.render_lines(report, verbose):
                 clean.echo(line)
     # A hook is given only the files a commit changed: a --grid for a kernel elsewhere is not an error.
     unused = sorted({kernel_of(p) for p in (*grids, *blocks)} - {o.name for r in reports for o in r.outcomes})
-    if unused and (verbose or loud):
+    if unused and verbose:
         clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True)
+    hint = suggest_report.unranked_hint(reports)
+    if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
+        clean.echo(f"swzc: note: {hint}", err=True)
     code = exit_code(reports, exit_zero)
     if as_json:
         clean.echo(suggest_report.render_json(settings.hw.name, code, reports))

@@ -20,9 +20,10 @@ from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_
 from swzc.verify.bench import PROFILERS, report_json, size_table
 
 
-def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False) -> str:
+def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False, notes: bool = True) -> str:
     """The summary: each kernel's outcome, the syntax errors worked around, notes, the compile check, the
-    benchmark and (verbose, or where an LLM took part) every candidate tried.  `wrote`: an output was named."""
+    benchmark and (verbose, or where an LLM took part) every candidate tried.  `wrote`: an output was named.
+    Without `notes` (-q), the notes are left out."""
     lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
     for o in result.outcomes:
         head = f"  {o.name} (line {o.line}): {o.status}"
@@ -41,7 +42,7 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
     if not result.outcomes:
         lines.append("  no __global__ kernels in this file")
     lines += syntax_lines(result.path, result.syntax_errors)
-    lines += [f"  note: {note}" for note in result.notes]
+    lines += [f"  note: {note}" for note in result.notes] if notes else []
     if result.compile is not None:
         c = result.compile
         lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
@@ -65,9 +66,9 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
         lines.append(f"  candidates for {search.kernel}:")
         for t in search.history:
             lines.append(f"      {t.name} ({t.proposer}): {t.status}: {t.detail.splitlines()[0] if t.detail else ''}")
-    if patch_note:
+    if patch_note and notes:
         lines.append(f"  note: {patch_note}")
-    if result.changed and not result.benchmarked:
+    if result.changed and not result.benchmarked and notes:
         lines.append("  not benchmarked: no GPU run was made for this patch")
         if not wrote:
             lines.append("  dry run: nothing written (use -o OUT, --in-place or --patch FILE)")

@@ -170,6 +170,18 @@ def render_lines(report: FileSuggestions, verbose: bool) -> list[str]:
     return lines
 
 
+def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
+    """One line on the kernels the model could not rank, which the default output passes over ('' where none):
+    how many, where, and how to see why."""
+    unranked = [(r.path, o.name) for r in reports for o in r.outcomes if o.status == "unranked"]
+    if not unranked:
+        return ""
+    files = list(dict.fromkeys(path for path, _ in unranked))
+    where = quoted(files[0]) if len(files) == 1 else f"{len(files)} files"
+    return (f"{len(unranked)} kernel(s) in {where} could not be ranked by the L2 model and get no suggestion "
+            "(`swzc suggest -v` says why; --grid, --block or --set often gives what it lacks)")
+
+
 def _suggestion_text(s: Suggestion, path: str) -> str:
     if s.identity is not None and s.swizzled is not None:
         numbers = (f"predicted L2 hits {s.identity.l2_hit_rate:.1f} % -> {s.swizzled.l2_hit_rate:.1f} %, "
