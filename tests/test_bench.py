@@ -505,6 +505,53 @@ def test_bench_cmd_failure_of_the_rewritten_program_is_a_failed_check(tmp_path, 
     assert expect in kernel["reason"] and list(scratch.iterdir()) == []
 
 
+# A GEMM the model ranks, so that the loop has several candidates to try.
+GEMM_PROGRAM = b"""#include <cstdio>
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+int main() { gemm<<<dim3(256, 256), dim3(16, 16)>>>(0, 0, 0, 4096); printf("done\\n"); }
+"""
+
+SILENT_RUN = """import sys
+open(sys.argv[2], "a").write("ran\\n")
+print(OUTPUT)
+"""
+
+
+@pytest.mark.parametrize("observed", [True, False])
+@pytest.mark.parametrize("output, flag, code", [("'ms 10.0'", "--check-regex", 2), ("'checksum c0ffee'", "--time-regex", 2)])
+def test_an_original_program_that_prints_no_check_value_or_time_ends_the_loop_at_its_first_run(tmp_path, monkeypatch,
+                                                                                             output, flag, code, observed):
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+    from swzc.pipeline import driver
+    from swzc.verify.observe import ObservedRun
+
+    if not observed:  # no launch interposer here: the loop's first run of the original is the first run
+        monkeypatch.setattr(driver, "observe_launches", lambda *a, **k: ObservedRun("", {}, "no interposer"))
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (tmp_path / "k.cu").write_bytes(GEMM_PROGRAM)
+    (tmp_path / "run.py").write_text(SILENT_RUN.replace("OUTPUT", output))
+    log = tmp_path / "runs.log"
+    result = CliRunner().invoke(main, ["rewrite", str(tmp_path / "k.cu"), "--no-compile", "-o", str(tmp_path / "out.cu"),
+                                       "--bench-cmd", f"python3 run.py {{file}} {log}", "--bench-runs", "3"])
+    # the first candidate's first run is the original's: it says what is missing, names the flag, and nothing
+    # else runs (no candidate is tried after it, no other kernel); nothing is written
+    assert result.exit_code == code, result.output
+    assert "on the original program printed no" in result.stderr and flag in result.stderr
+    assert log.read_text() == "ran\n" and not (tmp_path / "out.cu").exists()
+
+
 # ---- the types ML kernels are made of, templates and aliases ------------------------------------------
 
 KERNELS = ROOT / "tests" / "harness_kernels"

@@ -1,5 +1,6 @@
 """`swzc show` and swzc.report.picture: waves and places worked out by hand, the files it draws, the CLI's refusals."""
 
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -285,3 +286,16 @@ def test_the_waves_follow_the_kernels_residency_where_the_ranking_has_one(work):
     src = load_bytes("heavy.cu", heavy)
     drawn = picture.kernel_picture(FileContext(src), analyze(FileContext(src)), H200, {})
     assert "660 blocks resident at once (132 SMs × 5 blocks, bound by shared memory: default:" in drawn.picture.caption
+
+
+def test_without_matplotlib_show_names_the_extra_and_a_report_keeps_its_tables(work, monkeypatch):
+    # an install without the `show` extra: matplotlib cannot be imported
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = invoke("show", "gemm.cu", "-o", "order.png")
+    assert result.exit_code == 2 and "pip install 'swzc[show]'" in result.stderr
+    assert not (work / "order.png").exists()
+    rows = tuple(Attempt("grouped:8", 90.0, True, True, s, s - 0.01, 0.005, 1.0, 1.0 / s, None, None, "", 1.0, "accepted",
+                         size=n) for n, s in ((1024, 1.0), (4096, 1.1)))
+    parts = picture.measured_html(KernelBench("gemm", 1, rows[1:], "grouped:8", "chose grouped:8", by_size=rows))
+    page = "\n".join(parts)
+    assert "Measured by size" in page and "1.100x" in page and "not drawn: pictures are drawn with matplotlib" in page

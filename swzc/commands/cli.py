@@ -55,9 +55,9 @@ Exit codes:
   130  interrupted (SIGINT or SIGTERM); nothing written"""
 
 
-def examples(*lines: str) -> str:
-    """An epilog: examples, then the exit codes every command shares."""
-    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines) + "\n" + EXIT_CODES
+def examples(*lines: str, codes: str = EXIT_CODES) -> str:
+    """An epilog: examples, then the command's exit codes (those `rewrite` and `analyze` share by default)."""
+    return "\b\nExamples:\n" + "".join(f"  {line}\n" for line in lines) + "\n" + codes
 
 
 def _fail(message: str, code: ExitCode) -> None:
@@ -437,8 +437,17 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
         sys.exit(int(report.exit_code))
 
 
+PROBE_EXIT_CODES = """\b
+Exit codes:
+  0  the model was written (or printed)
+  2  bad input: unknown --base, an --arch or --hip the base model's GPU does not take, no compiler or no usable
+     GPU here, a saved --from-output that does not parse, an output swzc must not write; nothing written
+  3  the probe failed to build, run or finish, or printed what does not parse; nothing written
+  130  interrupted (SIGINT or SIGTERM); nothing written"""
+
+
 @main.command(epilog=examples("swzc probe --output hwmodels/mygpu.toml --name mygpu",
-                              "swzc probe --from-output probe.txt --base h100 --output h100-measured.toml"))
+                              "swzc probe --from-output probe.txt --base h100 --output h100-measured.toml", codes=PROBE_EXIT_CODES))
 @click.option("--base", "base_name", default="h200", show_default=True, metavar="NAME",
               help="Hardware model to start from; figures the probe does not measure keep its values and sources.")
 @click.option("--output", metavar="FILE", help="Write the model file here (default: print it).")

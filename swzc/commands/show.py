@@ -29,8 +29,8 @@ Examples:
 Exit codes:
   0  drawn
   2  bad input: unreadable file, unknown --kernel or --hw, bad --swizzle or --set, a kernel whose order cannot change
-     or that the model cannot rank without --swizzle, an output that is not .png/.svg or that swzc must not write;
-     nothing written
+     or that the model cannot rank without --swizzle, an output that is not .png/.svg or that swzc must not write,
+     matplotlib missing (it comes with `pip install 'swzc[show]'`); nothing written
   3  an internal error; nothing written
   130  interrupted (SIGINT or SIGTERM); nothing written"""
 

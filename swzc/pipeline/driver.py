@@ -29,7 +29,7 @@ from swzc.passes.block_swizzle import Decision, Proposal
 from swzc.verify.observe import merged, observe_launches, observed_launches
 from swzc.rewrite.patch import patch_from_edits
 from swzc.frontend.preprocess import CompileContext, refine
-from swzc.verify.program import ProgramBench
+from swzc.verify.program import OriginalFailed, ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
 from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch, unsized
@@ -495,6 +495,8 @@ def with_observed_launches(ctx: FileContext, analysis: FileAnalysis, program: Pr
     notes saying what was seen; kernels the run did not launch keep the file's launches."""
     wanted = {k.name for k in analysis.kernels if k.reads_block_index}
     run = merged([observe_launches(ctx, one, wanted) for _, one in program.each])  # at each of --bench-sizes
+    if run.unreadable:  # the program as it is prints no check value or time: nothing could be measured against it
+        raise OriginalFailed(f"`{program.bench_cmd}` on the original program {run.unreadable}", ExitCode.BAD_INPUT)
     if not run.ok:
         return analysis, (f"launches not observed: {run.note}",)
     kernels = []

@@ -27,6 +27,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -214,6 +215,19 @@ def image_format(path: str) -> str:
     return suffix
 
 
+SHOW_EXTRA = "pictures are drawn with matplotlib, which swzc installs only with its `show` extra: pip install 'swzc[show]'"
+
+
+def _matplotlib() -> Any:
+    """matplotlib, imported here only: without it (an install without the `show` extra), an error that says so."""
+    try:
+        import matplotlib
+        import matplotlib.figure  # noqa: F401 - the parts the pictures use, imported together
+    except ImportError:
+        raise SwzcError(SHOW_EXTRA) from None
+    return matplotlib
+
+
 def _place_colours(count: int) -> list:
     from matplotlib import colormaps
 
@@ -251,7 +265,7 @@ def render(picture: Picture, fmt: str) -> bytes:
     whole grid they would blur into noise."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    import matplotlib
+    matplotlib = _matplotlib()
     from matplotlib.collections import LineCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
@@ -412,7 +426,7 @@ def html_report(title: str, sections: Sequence[str]) -> str:
 def size_plot(bench: KernelBench) -> bytes:
     """A loop over several sizes as a PNG: each order's measured speedup against the size, the original at 1,
     the chosen order drawn thick; the same bench gives the same bytes."""
-    import matplotlib
+    matplotlib = _matplotlib()
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context({"font.size": 10}):
@@ -476,10 +490,12 @@ def measured_html(bench: KernelBench) -> list[str]:
     if bench.by_size:
         cells = lambda row, tag: "".join(f"<{tag}>{e(cell)}</{tag}>" for cell in row)  # noqa: E731
         table = size_table(bench)
-        plot = base64.b64encode(size_plot(bench)).decode("ascii")
+        try:
+            plot = f'<img alt="speedup by size" src="data:image/png;base64,{base64.b64encode(size_plot(bench)).decode("ascii")}">'
+        except SwzcError as exc:  # no matplotlib: the table without its plot
+            plot = f"<p>not drawn: {e(exc.message)}</p>"
         parts += ["<h2>Measured by size</h2>", "<table><tr>" + cells(table[0], "th") + "</tr>"
-                  + "".join("<tr>" + cells(row, "td") + "</tr>" for row in table[1:]) + "</table>",
-                  f'<img alt="speedup by size" src="data:image/png;base64,{plot}">']
+                  + "".join("<tr>" + cells(row, "td") + "</tr>" for row in table[1:]) + "</table>", plot]
     return parts
 
 

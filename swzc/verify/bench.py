@@ -43,7 +43,7 @@ from swzc.verify.harness import (
     toolchain_for,
 )
 from swzc.target.hw import HardwareModel
-from swzc.verify.program import ProgramBench, run_program, run_program_sizes
+from swzc.verify.program import OriginalFailed, ProgramBench, run_program, run_program_sizes
 from swzc.analysis.context import FileContext
 from swzc.formulas.swizzles import Formula
 
@@ -261,6 +261,8 @@ class Bencher:
             else:
                 built = self._build(self.rewrite(formula))
                 result = run_harness(built, self.rounds)
+        except OriginalFailed:
+            raise
         except SwzcError as exc:
             result = HarnessResult(False, exc.message, None, failed=True)
         if result.failed or result.timing is None:
@@ -284,6 +286,8 @@ class Bencher:
         assert self.program is not None
         try:
             results = run_program_sizes(self.src.path, self.src.data, self.rewrite(formula), self.program)
+        except OriginalFailed:
+            raise
         except SwzcError as exc:
             results = [(self.program.sizes[0], HarnessResult(False, exc.message, None, failed=True))]
         mine = [_sized_attempt(formula, predicted, size or 0, result) for size, result in results]

@@ -49,7 +49,7 @@ from swzc.core.errors import SwzcError
 from swzc.core.inputs import TOOL_OUTPUT_BYTES, read_regular
 from swzc.frontend.evaluate import Evaluator, Scope, Value, expression_of
 from swzc.verify.harness import ELEMENT_TYPES, gpu_vendor, native_dir
-from swzc.verify.program import ProgramBench, TIMEOUT_S, program_copy, shell
+from swzc.verify.program import ProgramBench, TIMEOUT_S, program_copy, shell, unreadable
 from swzc.analysis.context import FileContext
 from swzc.analysis.templates import base_type, parse_listing, template_parameters
 
@@ -90,6 +90,7 @@ class ObservedRun:
     launches: Mapping[str, tuple[ObservedLaunch, ...]]  # kernel -> distinct launches, most frequent first
     note: str = ""  # why nothing was observed, or what was left out
     truncated: frozenset[str] = frozenset()  # kernels with more distinct launches than were recorded
+    unreadable: str = ""  # what a run that went through did not print (swzc.verify.program.unreadable)
 
     @property
     def ok(self) -> bool:
@@ -145,7 +146,7 @@ def observe_launches(ctx: FileContext, program: ProgramBench, kernels: set[str],
     note = "" if done.ok else f"`{program.bench_cmd}` {done.status()} under {chosen}: the launches before that are kept"
     if chosen != "cupti":
         note = "; ".join(filter(None, [note, f"{chosen} gives no argument values"]))
-    return ObservedRun(chosen, found, note, truncated)
+    return ObservedRun(chosen, found, note, truncated, unreadable(program, done) if done.ok else "")
 
 
 def merged(runs: list[ObservedRun]) -> ObservedRun:
@@ -163,7 +164,8 @@ def merged(runs: list[ObservedRun]) -> ObservedRun:
                 mine[key] = mine.get(key, 0) + la.count
     launches = {k: tuple(replace(la, count=n) for la, n in sorted(v.items(), key=lambda item: -item[1])) for k, v in counts.items()}
     notes = "; ".join(dict.fromkeys(r.note for r in runs if r.note))
-    return ObservedRun(seen[0].tool, launches, notes, frozenset().union(*(r.truncated for r in seen)))
+    return ObservedRun(seen[0].tool, launches, notes, frozenset().union(*(r.truncated for r in seen)),
+                       next((r.unreadable for r in seen if r.unreadable), ""))
 
 
 def _pick_tool() -> tuple[str, str]:

@@ -97,6 +97,24 @@ def program_copy(path: str, data: bytes, bench: ProgramBench, tag: str, where: P
     return copy
 
 
+def unreadable(bench: ProgramBench, done: processes.Finished) -> str:
+    """What a run that went through did not print, and the flag that says where it is ('' where it printed both
+    a check value and a time)."""
+    output = done.stdout + done.stderr
+    if _read(bench.check_pattern, output) is None:
+        what, pattern, flag = "check value", bench.check_pattern, "--check-regex"
+    elif _number(_read(bench.time_pattern, output)) is None:
+        what, pattern, flag = "time", bench.time_pattern, "--time-regex"
+    else:
+        return ""
+    return f"printed no {what} (pattern {pattern!r}; {flag} RE gives the pattern its output matches); its output began:\n{done.head()}"
+
+
+class OriginalFailed(SwzcError):
+    """The user's program, as it is, did not run through or printed no check value or time: nothing can be
+    measured against it, so the loop stops at once instead of failing each candidate in turn."""
+
+
 def run_program(path: str, original: bytes, rewritten: bytes, bench: ProgramBench) -> HarnessResult:
     """Build and run both versions of the program; correctness from the check values, times interleaved."""
     return run_program_sizes(path, original, rewritten, bench)[0][1]
@@ -130,18 +148,19 @@ def _timed(bench: ProgramBench, dirs: list[Path], name: str) -> HarnessResult:
             if not done.ok:
                 how = _said(done)
             elif check is None or ms is None:
-                what, pattern = ("check value", bench.check_pattern) if check is None else ("time", bench.time_pattern)
-                how = f"printed no {what} (pattern {pattern!r}); its output began:\n{done.head()}"
+                how = unreadable(bench, done)
             if not done.ok or check is None or ms is None:
                 if who == "rewritten":
                     return HarnessResult(False, f"the rewritten program `{bench.bench_cmd}` {how}", None, failed=True)
-                raise SwzcError(f"`{bench.bench_cmd}` on the original program {how}", ExitCode.CHECK_FAILED)
+                # the program as it is: no candidate can be judged against it, so the whole loop ends here
+                raise OriginalFailed(f"`{bench.bench_cmd}` on the original program {how}",
+                                     ExitCode.CHECK_FAILED if not done.ok else ExitCode.BAD_INPUT)
             if expected is None:
                 expected = check
             if check != expected:
                 if who == "original":
-                    raise SwzcError(f"the original program's check value changes between runs ({expected} vs {check}): "
-                                    "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
+                    raise OriginalFailed(f"the original program's check value changes between runs ({expected} vs {check}): "
+                                     "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
                 return HarnessResult(False, f"check value {check} differs from the original's {expected}", None)
             times[key].append(ms)
     return HarnessResult(True, "", Timing(tuple(times["a"]), tuple(times["b"]), tuple(times["a2"])))
