@@ -117,8 +117,24 @@ def test_under_both_a_failed_llm_leaves_the_built_in_choice(gemm):
         result = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url", server.base_url,
                                            "--llm-retries", "0", "--no-compile", "--json"])
     assert result.exit_code == 0, result.output
-    kernel = json.loads(result.stdout)["kernels"][0]
+    doc = json.loads(result.stdout)
+    kernel = doc["kernels"][0]
     assert kernel["status"] == "rewritten" and not kernel["swizzle"].startswith("custom:")
+    # and it says so: in the JSON's notes, and as a note in the text summary
+    assert any(n.startswith("the LLM was given up after a failed request (") and "500" in n for n in doc["notes"])
+    with serve([Status(500, "overloaded")]) as server:
+        text = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url",
+                                         server.base_url, "--llm-retries", "0", "--no-compile"]).output
+    assert "note: the LLM was given up after a failed request" in text
+
+
+def test_under_llm_a_pick_the_family_beats_says_so(gemm):
+    # grouped:8 from the LLM is chosen under --proposer llm, and the family's best is predicted higher
+    with serve([ReplyJson(valid_reply(body=GROUPED))]) as server:
+        result = rewrite(server.base_url, "--max-iterations", "1", "--no-compile", "--json")
+    kernel = json.loads(result.stdout)["kernels"][0]
+    assert kernel["status"] == "rewritten" and kernel["swizzle"].startswith("custom:grouped-8#")
+    assert "the built-in family's best, serpentine:64, is predicted higher, at 98.3 %" in kernel["chosen_by"]
 
 
 def test_under_both_the_llm_must_beat_the_family_s_best(gemm):

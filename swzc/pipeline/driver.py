@@ -313,10 +313,16 @@ def _tile_spaces(shapes: tuple[tuple[int, int, int, int], ...]) -> str:
 def rewrite_file(path: str, options: Options) -> RewriteResult:
     ctx, analysis = analyze_file(path, options.bindings, options.context, options.facts, options.facts_elsewhere)
     if options.bench:
-        return rewrite_benchmarked(ctx, analysis, options)
-    plan = choose_by_model(ctx, analysis, options)
-    result = rewrite_source(ctx, analysis, options, plan)
-    return replace(result, searches=plan.searches, transcripts=_transcripts(options, plan.searches))
+        result = rewrite_benchmarked(ctx, analysis, options)
+    else:
+        plan = choose_by_model(ctx, analysis, options)
+        result = replace(rewrite_source(ctx, analysis, options, plan), searches=plan.searches,
+                         transcripts=_transcripts(options, plan.searches))
+    given_up = getattr(options.llm, "failure", "")  # under --proposer both, an LLM that failed is let go
+    if given_up:
+        result = replace(result, notes=(*result.notes, f"the LLM was given up after a failed request ({given_up}); "
+                                        "the built-in family's candidates were used alone"))
+    return result
 
 
 def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Options,
@@ -483,6 +489,10 @@ def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) 
             assert best.formula is not None
             chosen[index] = best.formula
             notes[index] = f"the LLM's {best.name}, {best.detail}"
+            family = ranking.predictions[0]
+            if options.proposer == "llm" and family.l2_hit_rate > best.predicted and family.candidate != "identity":
+                notes[index] += (f"; the built-in family's best, {family.candidate}, is predicted higher, at "
+                                 f"{family.l2_hit_rate:.1f} % (--proposer both would take it)")
         elif options.proposer == "llm":
             tried = f"best {best.name} at {best.predicted:.1f} %" if best is not None and best.predicted is not None else "none proven"
             declined[index] = (f"no LLM candidate beats identity ({ranking.identity.l2_hit_rate:.1f} %) by {MARGIN_POINTS:g} "
