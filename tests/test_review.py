@@ -475,6 +475,22 @@ def test_a_bad_file_among_good_ones_is_named_and_nothing_is_written(tmp_path, mo
     assert on_stdout.exit_code == 2 and on_stdout.stdout == ""
 
 
+@pytest.mark.parametrize("fmt", ["sarif", "patch"])
+def test_jobs_give_the_same_review_errors_and_exit_code(tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    Path("gemm.cu").write_bytes(GEMM)
+    Path("two.cu").write_bytes(TWO)
+    Path("plain.cu").write_bytes(NO_BLOCK_INDEX)
+    one = invoke("review", "gemm.cu", "plain.cu", "two.cu", "--format", fmt)
+    many = invoke("review", "-j", "3", "gemm.cu", "plain.cu", "two.cu", "--format", fmt)
+    assert (many.exit_code, many.stdout) == (one.exit_code, one.stdout) and one.exit_code == 1
+    # a file that fails on a worker keeps its message and its exit code
+    Path("bad.cu").write_bytes(BAD)
+    failed = invoke("review", "-j", "2", "gemm.cu", "bad.cu", "missing.cu", "--format", fmt)
+    assert failed.exit_code == 2 and "bad.cu:3:5" in failed.stderr and "missing.cu" in failed.stderr
+    assert "2 of 3 file(s) failed" in failed.stderr and failed.stdout == ""
+
+
 def test_the_output_is_never_an_input(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("gemm.cu").write_bytes(GEMM)

@@ -8,6 +8,7 @@ Click only: the findings and every format are swzc.report's (findings, emitters)
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,8 +17,8 @@ import click
 
 from swzc.analysis.records import LaunchFact
 from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity_options
-from swzc.core import clean, outputs
-from swzc.core.errors import SwzcError
+from swzc.core import clean, outputs, workers
+from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.outputs import STDOUT, Output
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
@@ -84,10 +85,12 @@ Exit codes:
 @click.option("--compile/--no-compile", "compile_check", default=False, show_default=True,
               help="Compile each rewritten file with nvcc/hipcc as `rewrite` does (off: review builds nothing it reads).")
 @max_bytes_option
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="FILEs analysed at once, each on a worker process of its own; the review is the same, in the same order.")
 @verbosity_options
 @guarded
 def command(files: tuple[str, ...], output_format: str, output: str | None, diff_base: str | None, hw_name: str,
-            bindings: tuple[str, ...], refusals: bool, compile_check: bool, max_bytes: int, include_dirs: tuple[str, ...],
+            bindings: tuple[str, ...], refusals: bool, compile_check: bool, max_bytes: int, jobs: int, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...]) -> None:
     """Report the kernels of FILES that swzc would give a block swizzle, with their fixes, for code review."""
     if diff_base is not None and output_format != "github":
@@ -103,10 +106,13 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     changed: dict[str, frozenset[int]] = {}
     failed: list[SwzcError] = []
     named: set[str] = set()
-    for file in files:
+    review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check,
+                               include_dirs=include_dirs, defines=defines, build_path=build_path, max_bytes=max_bytes)
+    for file, (result, error) in zip(files, workers.in_order(review, files, jobs)):
         try:
-            with input_limit(max_bytes):
-                result = _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path)
+            if error is not None:
+                raise SwzcError(error[0], ExitCode(error[1]))
+            assert result is not None
             named |= {o.name for o in result.outcomes} & set(facts)
             if diff_base is not None and result.changed:
                 changed[result.path] = changed_lines(file, diff_base)
@@ -128,6 +134,18 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
         clean.write_exact(data)
     sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
+
+
+def _review_one(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
+                compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None,
+                max_bytes: int) -> tuple[RewriteResult | None, tuple[str, int] | None]:
+    """`_review` under the input limit, here or on a worker: the result, or the error's message and exit code
+    (an exception would lose its code on the way back from a worker)."""
+    try:
+        with input_limit(max_bytes):
+            return _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path), None
+    except SwzcError as exc:
+        return None, (exc.message, int(exc.code))
 
 
 def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
