@@ -41,13 +41,26 @@ needs_cupti = pytest.mark.skipif(CUPTI is None, reason="nvcc with CUPTI (cupti.h
     ("_ZN2ns6kernelIdEEvPT_", "kernel", ("double",)),
     ("_Z5scaleI13__nv_bfloat16Li64ELb1EEvPT_", "scale", ("__nv_bfloat16", "64", "true")),
     ("_Z1kILin3ELj4EEvv", "k", ("-3", "4u")),
-    ("_Z5scaleIN4cute5tupleIJiEEEEvv", "scale", None),  # past what the reader follows: the name alone
+    ("_Z5scaleIN4cute5tupleIJiEEEEvv", "scale", ("cute::tuple<int>",)),
     ("gemm_naive", "gemm_naive", None),  # extern "C"
     ("void ns::gemm<float, 128>(float const*, float*, int)", "gemm", ("float", "128")),
     ("stencil5(float const*, float*)", "stencil5", None),
 ])
 def test_kernel_names_from_symbols(symbol, name, args):
     assert kernel_name(symbol) == (name, args)
+
+
+def test_without_cplusfilt_a_mangled_symbol_gives_its_name_alone(monkeypatch):
+    monkeypatch.setattr(observe.shutil, "which", lambda tool: None)
+    assert kernel_name("_Z4gemmIfLi128EEvPKT_S2_PS0_i") == ("gemm", None)
+    assert kernel_name("_ZN2ns6kernelIdEEvPT_") == ("kernel", None)
+    assert observe.demangled(["_Z4gemmIfLi128EEvPKT_S2_PS0_i"]) == {}
+
+
+def test_only_mangled_names_reach_cplusfilt_one_line_each():
+    # a symbol with a newline (a program's own strings reach here) would shift every answer after it
+    names = observe.demangled(["_Z1av", "_Z1bv\n_Z1cv", "_Z1dv; rm -rf /", "_Z1ev"])
+    assert set(names) == {"_Z1av", "_Z1ev"} and names["_Z1ev"] == "e()"
 
 
 OBSERVER_LINES = "\n".join([

@@ -31,7 +31,7 @@ import shlex
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,7 +54,6 @@ from swzc.analysis.context import FileContext
 from swzc.analysis.templates import base_type, parse_listing, template_parameters
 
 MAX_CONFIGS = 64  # distinct launches recorded per kernel
-_MAX_TYPE_NESTING = 64  # pointers, qualifiers and template arguments inside one another in a kernel's symbol
 NCU_LAUNCHES = 2000  # launches ncu profiles at most (each is replayed)
 OBSERVER = "launch_observer.cpp"
 TOOLS = ("cupti", "ncu", "rocprofv3")
@@ -341,17 +340,35 @@ def _number(text: object) -> float | None:
 
 # ---- names --------------------------------------------------------------------------------------------
 
-_BUILTIN = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char", "s": "short",
-            "t": "unsigned short", "i": "int", "j": "unsigned int", "l": "long", "m": "unsigned long", "x": "long long",
-            "y": "unsigned long long", "f": "float", "d": "double", "e": "long double", "w": "wchar_t"}
+_MANGLED = re.compile(r"_Z[A-Za-z0-9_$.]{1,4096}")  # what is handed to c++filt: one line each, nothing else
+DEMANGLE_TIMEOUT_S = 30
+DEMANGLE_MEMORY_BYTES = 512 << 20
 
 
-def kernel_name(symbol: str) -> tuple[str, tuple[str, ...] | None]:
-    """(kernel name, template arguments or None) of a symbol: mangled (`_Z4gemmIfLi128EEv…`), demangled
-    (`void ns::gemm<float, 128>(float const*, …)`) or bare (`gemm_naive`, an extern "C" kernel)."""
+def demangled(symbols: Iterable[str]) -> dict[str, str]:
+    """Itanium-mangled symbols as c++filt (binutils) writes them, from one run for all: each symbol c++filt
+    reads, to its demangled signature.  Without c++filt on PATH, or where it fails, {} (the names are then
+    read from the symbols' length-prefixed parts alone, without template arguments)."""
+    mangled = sorted({s.strip() for s in symbols if _MANGLED.fullmatch(s.strip())})
+    tool = shutil.which("c++filt")
+    if not mangled or tool is None:
+        return {}
+    done = processes.run([tool], DEMANGLE_TIMEOUT_S, env={"LC_ALL": "C"}, input="\n".join(mangled).encode() + b"\n",
+                         memory_bytes=DEMANGLE_MEMORY_BYTES)
+    out = bytes(done.stdout).decode("utf-8", "replace").split("\n")
+    if done.returncode != 0 or len(out) < len(mangled):
+        return {}
+    return {symbol: line.strip() for symbol, line in zip(mangled, out) if line.strip() and line.strip() != symbol}
+
+
+def kernel_name(symbol: str, names: Mapping[str, str] | None = None) -> tuple[str, tuple[str, ...] | None]:
+    """(kernel name, template arguments or None) of a symbol: mangled (`_Z4gemmIfLi128EEv…`, demangled by
+    `demangled`, whose answers `names` holds, else by one run of c++filt for this symbol), demangled (`void
+    ns::gemm<float, 128>(float const*, …)`) or bare (`gemm_naive`, an extern "C" kernel)."""
     symbol = symbol.strip()
     if symbol.startswith("_Z"):
-        return _demangle(symbol)
+        found = (names if names is not None else demangled([symbol])).get(symbol)
+        return _from_signature(found) if found is not None else _name_only(symbol)
     return _from_signature(symbol)
 
 
@@ -378,110 +395,18 @@ def _from_signature(text: str) -> tuple[str, tuple[str, ...] | None]:
     return name.split("::")[-1], args
 
 
-class _Mangled:
-    """Just enough of the Itanium C++ ABI to read a kernel's name and simple template arguments."""
-
-    def __init__(self, text: str) -> None:
-        self.text, self.at = text, 2  # after "_Z"
-        self.depth = 0  # types inside one another so far
-
-    def peek(self, n: int = 1) -> str:
-        return self.text[self.at:self.at + n]
-
-    def source_name(self) -> str:
-        digits = re.match(r"\d+", self.text[self.at:])
-        if digits is None:
-            raise ValueError("no source name")
-        self.at += len(digits.group(0))
-        name = self.text[self.at:self.at + int(digits.group(0))]
-        self.at += int(digits.group(0))
-        return name
-
-    def name(self) -> tuple[str, tuple[str, ...] | None]:
-        if self.peek() == "N":  # nested: N [qualifiers] prefix... name [template args] E
-            self.at += 1
-            while self.peek() in ("K", "V", "r"):
-                self.at += 1
-            last, args = "", None
-            while self.peek() != "E":
-                if self.peek(2) == "St":
-                    self.at += 2
-                elif self.peek() == "I":
-                    args = self.template_args()
-                else:
-                    last, args = self.source_name(), None
-            self.at += 1
-            return last, args
-        if self.peek(2) == "St":
-            self.at += 2
-        name = self.source_name()
-        return name, self.template_args() if self.peek() == "I" else None
-
-    def template_args(self) -> tuple[str, ...]:
-        self.at += 1  # "I"
-        args = []
-        while self.peek() != "E":
-            args.append(self.argument())
-        self.at += 1
-        return tuple(args)
-
-    def argument(self) -> str:
-        if self.peek() == "L":  # a literal: L <type> <value> E
-            self.at += 1
-            kind = self.peek()
-            self.at += 1
-            end = self.text.index("E", self.at)
-            value = self.text[self.at:end].replace("n", "-", 1) if self.text[self.at:end].startswith("n") else self.text[self.at:end]
-            self.at = end + 1
-            if kind == "b":
-                return "true" if value == "1" else "false"
-            return value + {"j": "u", "m": "ul", "y": "ull", "l": "l", "x": "ll"}.get(kind, "")
-        return self.type()
-
-    def type(self) -> str:
-        """A type; one nested deeper than _MAX_TYPE_NESTING (a symbol comes from whatever program ran) is past
-        what this reads, as any other it cannot."""
-        self.depth += 1
-        if self.depth > _MAX_TYPE_NESTING:
-            raise ValueError("a type nested too deeply")
-        try:
-            return self._type()
-        finally:
-            self.depth -= 1
-
-    def _type(self) -> str:
-        code = self.peek()
-        if code in _BUILTIN:
-            self.at += 1
-            return _BUILTIN[code]
-        if code == "P":
-            self.at += 1
-            return self.type() + "*"
-        if code == "K":
-            self.at += 1
-            return "const " + self.type()
-        if self.peek(3) == "DF16" or self.peek(4) == "DF16_":
-            self.at += 5
-            return "_Float16"
-        if code.isdigit() or code == "N":
-            name, args = self.name()
-            return name + ("<" + ", ".join(args) + ">" if args else "")
-        raise ValueError(f"type code {code!r}")
-
-
-def _demangle(symbol: str) -> tuple[str, tuple[str, ...] | None]:
-    try:
-        return _Mangled(symbol).name()
-    except (ValueError, IndexError):  # past what _Mangled reads: the name alone, from the length-prefixed parts
-        nested = symbol.startswith("_ZN")
-        at, names = 3 if nested else 2, []
-        while (length := re.match(r"\d+", symbol[at:])) is not None:
-            at += len(length.group(0))
-            names.append(symbol[at:at + int(length.group(0))])
-            at += int(length.group(0))
-            if not nested:
-                break
-        return (names[-1] if names else symbol), None
+def _name_only(symbol: str) -> tuple[str, None]:
+    """A mangled symbol's name from its length-prefixed parts (the last of a nested name), where c++filt gave
+    nothing."""
+    nested = symbol.startswith("_ZN")
+    at, names = 3 if nested else 2, []
+    while (length := re.match(r"\d+", symbol[at:])) is not None:
+        at += len(length.group(0))
+        names.append(symbol[at:at + int(length.group(0))])
+        at += int(length.group(0))
+        if not nested:
+            break
+    return (names[-1] if names else symbol), None
 
 
 def match_launches(ctx: FileContext, raw: list[RawLaunch], kernels: set[str]) -> dict[str, tuple[ObservedLaunch, ...]]:
@@ -490,8 +415,9 @@ def match_launches(ctx: FileContext, raw: list[RawLaunch], kernels: set[str]) ->
     scope = ctx.scope()
     definitions = {function_name(f): f for f, _ in functions(ctx.src.tree.root_node)}
     found: dict[str, dict[tuple, int]] = {}
+    names = demangled(launch.symbol for launch in raw)
     for launch in raw:
-        name, targs = kernel_name(launch.symbol)
+        name, targs = kernel_name(launch.symbol, names)
         if name not in kernels:
             continue
         args: tuple[tuple[str, Value], ...] = ()
