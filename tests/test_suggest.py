@@ -435,3 +435,17 @@ def test_a_file_named_with_a_newline_prints_one_line_with_the_name_quoted(tmp_pa
     command = line.split("apply: ")[1]
     assert command.startswith("swzc rewrite $'evil\\x0aok\\'\\\\x.cu' ")
     assert subprocess.run(["bash", "-c", f"printf '%s' {command.split()[2]}"], capture_output=True, text=True).stdout == name
+
+
+@pytest.mark.parametrize("env, coloured", [({}, False), ({"FORCE_COLOR": "1"}, True), ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False)])
+def test_colour_only_on_a_terminal_or_when_forced_and_never_with_no_color(work, monkeypatch, env, coloured):
+    for name in ("FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (work / "unranked.cu").write_bytes(UNRANKED)
+    run = invoke("suggest", "gemm.cu", "unranked.cu", "missing.cu")
+    assert ("\x1b[" in run.stdout) == coloured and ("\x1b[" in run.stderr) == coloured
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
+    assert len(suggestion_lines(plain)) == 1  # the same line, coloured or not
+    assert "\x1b[" not in invoke("suggest", "--json", "gemm.cu").stdout  # a document is never coloured

@@ -61,7 +61,7 @@ def examples(*lines: str, codes: str = EXIT_CODES) -> str:
 
 
 def _fail(message: str, code: ExitCode) -> None:
-    clean.echo(f"swzc: error: {message}", err=True)
+    clean.echo(f"swzc: error: {message}", err=True, kind="error")
     sys.exit(int(code))
 
 
@@ -237,7 +237,7 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
     Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
     (hardware, sizes, grids, include folders, defines) in [tool.swzc] of the project's pyproject.toml
     (the first one here or above, up to the git root); options on the command line override them.
-    Colour and progress bars appear only on a terminal; NO_COLOR turns colour off.
+    Colour and progress bars appear only on a terminal; NO_COLOR turns colour off, FORCE_COLOR on.
     """
     ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}
     settings = config.load_user()

@@ -120,7 +120,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
         except SwzcError as exc:
             if interrupt_received():  # a compiler killed by the interrupt reads as a failed check
                 raise KeyboardInterrupt from None
-            clean.echo(f"swzc: error: {exc.message}", err=True)
+            clean.echo(f"swzc: error: {exc.message}", err=True, kind="error")
             failed.append(exc)
     if not failed and set(facts) - named:
         raise SwzcError(f"--grid/--block name kernel(s) {', '.join(sorted(set(facts) - named))}, in none of FILES")

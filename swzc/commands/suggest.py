@@ -99,17 +99,17 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     for report in suggest_files(files, settings, jobs):
         reports.append(report)
         if report.error:
-            clean.echo(f"swzc: error: {report.error}", err=True)
+            clean.echo(f"swzc: error: {report.error}", err=True, kind="error")
         if not as_json and quiet < 2:
             for line in suggest_report.render_lines(report, verbose):
-                clean.echo(line)
+                clean.echo(line, kind="finding")
     # A hook is given only the files a commit changed: a --grid for a kernel elsewhere is not an error.
     unused = sorted({kernel_of(p) for p in (*grids, *blocks)} - {o.name for r in reports for o in r.outcomes})
     if unused and verbose:
-        clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True)
+        clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True, kind="note")
     hint = suggest_report.unranked_hint(reports)
     if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
-        clean.echo(f"swzc: note: {hint}", err=True)
+        clean.echo(f"swzc: note: {hint}", err=True, kind="note")
     code = exit_code(reports, exit_zero)
     if as_json:
         clean.echo(suggest_report.render_json(settings.hw.name, code, reports))

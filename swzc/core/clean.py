@@ -93,11 +93,37 @@ def dumps(doc: Any, indent: int | None = 2) -> str:
     return json.dumps(_cleaned(doc), indent=indent, ensure_ascii=True)
 
 
-def echo(message: str, err: bool = False, nl: bool = True) -> None:
-    """Print a message (stdout, or stderr with `err`), escaped."""
+# What a line printed for a person may be coloured by (`echo`'s `kind`): rich styles by the start of the line.
+KINDS = {
+    "error": [(re.compile(r"^swzc: error:"), "bold red")],
+    "note": [(re.compile(r"^swzc: note:"), "yellow")],
+    "finding": [(re.compile(r"^.*?:\d+:"), "bold"), (re.compile(r"(?<=: kernel )\S+(?=: )"), "cyan"),
+                (re.compile(r"(?<=: )[a-z][\w:+@.-]*(?= predicted)"), "green")],
+}
+
+
+def echo(message: str, err: bool = False, nl: bool = True, kind: str | None = None) -> None:
+    """Print a message (stdout, or stderr with `err`), escaped; a `kind` of line (KINDS) is coloured where the
+    stream is a terminal and NO_COLOR is not set, or where FORCE_COLOR is (rich decides, as it does for
+    every tool that uses it)."""
     import click  # the library's modules use the rest of this one without the command line's package
 
-    click.echo(text(message), err=err, nl=nl)
+    cleaned = text(message)
+    if kind is None:
+        click.echo(cleaned, err=err, nl=nl)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=sys.stderr if err else sys.stdout, highlight=False, soft_wrap=True)
+    if not console.is_terminal or console.no_color or console.color_system is None:
+        click.echo(cleaned, err=err, nl=nl)
+        return
+    shown = Text(cleaned)  # plain text: nothing in it is read as markup
+    for pattern, style in KINDS[kind]:
+        for found in pattern.finditer(cleaned):
+            shown.stylize(style, found.start(), found.end())
+    console.print(shown, end="\n" if nl else "")
 
 
 def shown(data: bytes) -> bytes:
