@@ -1,6 +1,7 @@
 """`swzc suggest`: one line per kernel the model would rewrite, exit codes, nothing written, and the hook run by
 pre-commit itself."""
 
+import io
 import json
 import os
 import re
@@ -449,3 +450,20 @@ def test_colour_only_on_a_terminal_or_when_forced_and_never_with_no_color(work, 
     plain = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
     assert len(suggestion_lines(plain)) == 1  # the same line, coloured or not
     assert "\x1b[" not in invoke("suggest", "--json", "gemm.cu").stdout  # a document is never coloured
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_passes_through(monkeypatch, terminal):
+    from swzc.commands.cli import each_file
+
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    files = ["a.cu", "b.cu", "c.cu"]
+    assert list(each_file(iter([1, 2, 3]), files, "suggest")) == [1, 2, 3]
+    assert ("suggest" in err.getvalue()) == terminal
+    assert list(each_file(iter([1]), files[:1], "suggest")) == [1]  # one file: no bar

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from functools import wraps
 from typing import Any, NoReturn, TypeVar
@@ -44,6 +44,7 @@ from swzc.search.proposers import PROPOSERS
 from swzc.frontend.source import DEFAULT_MAX_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 EXIT_CODES = """\b
 Exit codes:
@@ -249,6 +250,29 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
         invoked = main.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
         commands = [invoked] if invoked is not None else []
         ctx.default_map = config.default_map(commands, settings)
+
+
+def each_file(done: Iterable[T], files: Sequence[str], what: str) -> Iterator[T]:
+    """`done` (one result per FILE, in order) passed through, with a progress bar on stderr where stderr is a
+    terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu"."""
+    quiet, _ = verbosity()
+    try:
+        shown = len(files) > 1 and not quiet and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        shown = False
+    if not shown:
+        yield from done
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=len(files))
+        for file, item in zip(files, done):
+            bar.update(task, advance=1, description=f"{what} {escape(clean.text(os.path.basename(file)))}")
+            yield item
 
 
 def verbosity() -> tuple[int, bool]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import click
 
 from swzc.analysis.records import LaunchFact
-from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity_options
+from swzc.commands.cli import build_options, each_file, guarded, hw_option, max_bytes_option, set_option, verbosity_options
 from swzc.core import clean, outputs, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.outputs import STDOUT, Output
@@ -108,7 +108,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     named: set[str] = set()
     review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check,
                                include_dirs=include_dirs, defines=defines, build_path=build_path, max_bytes=max_bytes)
-    for file, (result, error) in zip(files, workers.in_order(review, files, jobs)):
+    for file, (result, error) in zip(files, each_file(workers.in_order(review, files, jobs), files, "review")):
         try:
             if error is not None:
                 raise SwzcError(error[0], ExitCode(error[1]))

@@ -16,8 +16,8 @@ import sys
 import click
 from click.core import ParameterSource
 
-from swzc.commands.cli import (build_options, guarded, hw_option, json_option, max_bytes_option, set_option, verbosity,
-                               verbosity_options)
+from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, set_option,
+                               verbosity, verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
 from swzc.report import suggest as suggest_report
@@ -96,7 +96,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
                         max_bytes, tuple(passed), launches)
     quiet, verbose = verbosity()
     reports = []
-    for report in suggest_files(files, settings, jobs):
+    for report in each_file(suggest_files(files, settings, jobs), files, "suggest"):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True, kind="error")
