@@ -1,7 +1,8 @@
 """Every emitter's output, byte for byte, against a snapshot under tests/snapshots/emitters/.
 
-The outputs of `rewrite` and `analyze` (text and JSON), `suggest` (text and JSON) and `review` (patch, SARIF,
-rdjson, GitHub) for a few small kernels written here: a GEMM the L2 model swizzles, one whose sizes are set at
+The outputs of `rewrite` (text, JSON, the patch, the rewritten file, --report's JSON and Markdown) and `analyze`
+(text and JSON), `suggest` (text and JSON), `review` (patch, SARIF, rdjson, GitHub), `show`'s summary and `probe`'s
+model file for a few small kernels written here: a GEMM the L2 model swizzles, one whose sizes are set at
 run time (ranked over a sweep of sizes, its order gated), a file whose kernels are
 refused (one by two hazard rules), declined and left untouched, a file with a syntax error beside a clean
 kernel, and one whose only kernel holds the error (bad input: the error, as text and as JSON).
@@ -19,11 +20,16 @@ When an output changes on purpose, regenerate the snapshots and review their dif
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+from support import GROUPED_8_BODY
+from test_probe import ONE_PARTITION
 
 from swzc import __version__
 from swzc.commands.cli import main
@@ -118,7 +124,10 @@ void launch(const float* A, const float* B, float* C, int M, int N, int K) {
 # The only kernel holds the parse error: bad input, nothing to analyse.
 BROKEN = "__global__ void k(float* c) {\n  c[blockIdx.x] = (;\n}\n"
 
-FILES = {"src/gemm.cu": GEMM, "src/mixed.cu": MIXED, "src/syntax.cu": SYNTAX, "src/broken.cu": BROKEN, "src/runtime.cu": RUNTIME}
+FILES = {"src/gemm.cu": GEMM, "src/mixed.cu": MIXED, "src/syntax.cu": SYNTAX, "src/broken.cu": BROKEN, "src/runtime.cu": RUNTIME,
+         "probe.txt": ONE_PARTITION,
+         "replies.json": json.dumps({"about": "one proven order", "replies": [
+             {"name": "g8", "expectation": "a grouped order", "lessons": "", "body": GROUPED_8_BODY}]})}
 ALL = ("src/gemm.cu", "src/mixed.cu", "src/syntax.cu", "src/runtime.cu")
 
 # (snapshot, command line, exit code, stream): the stream whose bytes are the snapshot
@@ -151,6 +160,10 @@ CASES = [
     ("review-no-refusals.rdjson", ["review", "--format", "rdjson", "--no-refusals", *ALL], 1, "stdout"),
     ("review.github.json", ["review", "--format", "github", *ALL], 1, "stdout"),
     ("review-refusals-only.sarif", ["review", "--format", "sarif", "src/mixed.cu"], 0, "stdout"),
+    ("rewrite-gemm.patch", ["rewrite", "src/gemm.cu", "--no-compile", "--patch", "-"], 0, "stdout"),
+    ("rewrite-gemm.cu", ["rewrite", "src/gemm.cu", "--no-compile", "-o", "-"], 0, "stdout"),
+    ("probe.toml", ["probe", "--from-output", "probe.txt"], 0, "stdout"),
+    ("show-gemm.txt", ["show", "src/gemm.cu", "-o", "order.png", "--html", "order.html"], 0, "stdout"),
 ]
 
 
@@ -204,7 +217,7 @@ def test_every_snapshot_is_checked():
     """A snapshot no case writes is a leftover: a renamed case would otherwise leave it unchecked."""
     if UPDATE:
         return
-    assert sorted(p.name for p in SNAPSHOTS.iterdir()) == sorted(case[0] for case in CASES)
+    assert sorted(p.name for p in SNAPSHOTS.iterdir()) == sorted([*(case[0] for case in CASES), *REPORTS])
 
 
 def test_a_changed_output_fails_with_a_diff(tmp_path):
@@ -214,3 +227,18 @@ def test_a_changed_output_fails_with_a_diff(tmp_path):
     with pytest.raises(pytest.fail.Exception) as failed:
         check_snapshot("x.txt", "kernel gemm (line 2): rewritten\n  proof: OK\n", tmp_path, update=False)
     assert "-  proof: ok\n+  proof: OK" in str(failed.value)
+
+
+REPORTS = ("report.json", "report.md")
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_a_report_matches_its_snapshot(work, name):
+    """--report's JSON and Markdown, from an LLM's recorded reply (no server, no GPU): only the date and how long
+    an exchange took are the run's own."""
+    result = CliRunner().invoke(main, ["rewrite", "src/gemm.cu", "--no-compile", "--proposer", "llm", "--llm-replay",
+                                       "replies.json", "--max-iterations", "1", "--report", "report", "-o", "out.cu"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    text = (work / name).read_text(encoding="utf-8")
+    text = re.sub(r'"seconds": [0-9.e+-]+', '"seconds": <seconds>', re.sub(r"\d{4}-\d{2}-\d{2}", "<date>", text))
+    check_snapshot(name, re.sub(r"\b\d+\.\d s\b", "<seconds> s", text))
