@@ -150,6 +150,18 @@ def test_picture_of_small_grid_has_titled_panels_and_a_caption():
     assert "registers and shared memory are not counted" in pic.caption
     assert "1,056 blocks resident at once" in pic.caption
     assert (pic.panels[0].wave == 0).all()  # 64 tiles, all in the first wave
+    # what to look for, what a wave and a dispatch position are, and what each order does
+    assert pic.caption.startswith("What to look for: blocks resident at once form a wave; a block's dispatch position")
+    assert "Orders: identity: the hardware's own order; grouped:2: 2 tile rows per group, walked column by column" in pic.caption
+    assert "Neighbouring tiles on different groups are expected" in pic.caption
+
+
+def test_each_kind_of_order_is_said_with_its_parameters():
+    said = picture.orders_said([parse_spec("hilbert:16@4096"), parse_spec("xcd:8+serpentine:4")])
+    assert said == ("Orders: hilbert:16@4096: bands of 16 rows cut into 16 x 16 panels, a full panel walked along a Hilbert "
+                    "curve (the hardware's order under 4,096 tiles); xcd:8+serpentine:4: each of 8 chiplets runs one "
+                    "contiguous range of ids, then grouped:4 with every odd-numbered group walking its columns right to left.")
+    assert "chunks of 4 consecutive ids" in picture.orders_said([parse_spec("xcd:8:4")])
 
 
 def test_render_writes_png_and_svg():

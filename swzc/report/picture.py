@@ -23,6 +23,7 @@ import html
 import io
 import math
 import os
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from swzc.formulas.prove import Shape, dispatch_maps
 from swzc.model.rank import MARGIN_POINTS, Ranking, rank
 from swzc.model.residency import Residency
 from swzc.analysis.context import FileContext
+from swzc.formulas import steps
 from swzc.formulas.swizzles import SwizzleSpec
 
 # The largest tile grid drawn whole; a larger one is drawn by its top-left corner of this many tiles a side.
@@ -163,13 +165,16 @@ def place_note(hw: HardwareModel, launched: int | None = None) -> str:
     loop = f" A tile's block is its position mod the {launched:,} blocks the tile loop launches." if launched else ""
     if hw.chiplets > 1:
         return (f"Bottom: where it runs: XCD = block mod {hw.chiplets}, as the hardware deals blocks round-robin; each XCD "
-                f"has its own L2, so tiles sharing data on different XCDs fetch it twice.{loop}")
+                f"has its own L2, so tiles sharing data on different XCDs fetch it twice: look for tiles that share rows or "
+                f"columns sharing a colour.{loop}")
     if hw.block_to_cu:
         how = (f"the group of the SM that {hw.name}'s measured dispatch gives the block (a probe launch of "
                f"{len(hw.block_to_cu):,} blocks, repeated)")
     else:
         how = f"the group of SM block mod {hw.compute_units} (the model has no measured dispatch)"
-    return f"Bottom: where it runs: {how}; {place_count(hw)} groups of consecutive SM ids.{loop}"
+    return (f"Bottom: where it runs: {how}; {place_count(hw)} groups of consecutive SM ids. Neighbouring tiles on different "
+            f"groups are expected (blocks are dealt out one by one) and cost nothing: the SMs share one L2, so when a tile "
+            f"runs (the top row) is what matters.{loop}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,8 +367,42 @@ def picture(title: str, shape: Shape, adapter: str, orders: Sequence[tuple[Swizz
     unlisted = any(bool((p.wave == NOT_LISTED).any()) for p in panels)
     ragged = bool(whole.fold) and whole.rows * whole.cols > gx  # a folded grid's last row, past its last block
     caption = _caption(hw, whole, panels[0].wave.shape, concurrent, threads, launched, unlisted, ragged, note, running)
+    caption = "\n".join([LOOK_FOR, orders_said([spec for spec, _ in orders]), caption])
     # drawn as text (and kept as text in an SVG): a name from the user's files shows an unsafe character escaped
     return Picture(clean.text(title), clean.text(caption), tuple(panels), place_name, labels)
+
+
+LOOK_FOR = ("What to look for: blocks resident at once form a wave; a block's dispatch position is its place in the "
+            "order the GPU starts blocks (x fastest, then y, then z). A wave that is a compact patch of tiles reads a few "
+            "rows and columns that its tiles share; a band across the grid reads a whole operand for itself. The more "
+            "compact the waves (red outline: the first), the fewer bytes come from DRAM.")
+
+
+def orders_said(specs: Sequence[SwizzleSpec | Any]) -> str:
+    """One line on what each order drawn does, from the table of kinds (swzc.formulas.steps.KINDS), so that the
+    panels tell their kinds apart at a glance."""
+    said = []
+    for spec in specs:
+        if not isinstance(spec, SwizzleSpec):
+            said.append(f"{spec.name}: an order from an LLM, proven a permutation")
+            continue
+        if spec.is_identity:
+            said.append("identity: the hardware's own order")
+            continue
+        parts = []
+        for step in spec.steps:
+            kind = steps.KINDS[step.kind]
+            text = kind.summary
+            if not step.chunk:  # the chunked form's own clause ("; xcd:N:C: ...") is not this step's
+                text = text.split(f"; {kind.name}:")[0]
+            if kind.letter is not None:
+                text = re.sub(rf"\b{kind.letter}\b", str(step.param), text)
+            if step.chunk:
+                text = re.sub(r"\bC\b", str(step.chunk), text)
+            parts.append(text)
+        gate = f" (the hardware's order under {spec.gate:,} tiles)" if spec.gate else ""
+        said.append(f"{spec.name}: {', then '.join(parts)}{gate}")
+    return "Orders: " + "; ".join(said) + "."
 
 
 def _caption(hw: HardwareModel, whole: TileShape, drawn: tuple[int, int], concurrent: int, threads: int | None,
