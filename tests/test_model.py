@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from support import ROOT
+from support import NAIVE_GEMM, ROOT
 
 from swzc.target import hw as hwmodels
 from swzc.analysis.kernels import analyze
@@ -510,3 +510,45 @@ def test_the_first_wave_shares_halos_too():
     small = tiny_gpu(32)
     assert predict(OVERLAPPING, "identity", small, resident=4, in_step=0.0).l2_hit_rate == 58.33
     assert predict(OVERLAPPING, "identity", small, resident=4, in_step=0.0, crisp_first_wave=False).l2_hit_rate == 33.33
+
+
+# ---- no order that moves more bytes from DRAM ----------------------------------------------------------------
+
+
+def _ranked_with(monkeypatch, tmp_path, numbers):
+    """The ranking of the naive GEMM with the model's numbers (hit %, DRAM MB) given per order; the rest at identity's."""
+    from swzc.model import rank as ranking
+    from swzc.model.l2model import Prediction
+
+    class Model:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def predict(self, name, order, adapter, divisor=0):
+            hit, mb = numbers.get(name, numbers["identity"])
+            return Prediction(name, hit, mb * 1e6, 1000, 100)
+
+    monkeypatch.setattr(ranking, "L2Model", Model)
+    (tmp_path / "g.cu").write_text(NAIVE_GEMM)
+    ctx = FileContext(load(str(tmp_path / "g.cu")))
+    return ctx, ranking.rank(ctx, analyze(ctx).kernels[0], hwmodels.load("h200"))
+
+
+def test_the_order_chosen_never_moves_more_bytes_from_dram_than_the_original(monkeypatch, tmp_path):
+    ctx, got = _ranked_with(monkeypatch, tmp_path, {"identity": (50.0, 100), "serpentine:64": (90.0, 150),
+                                                    "grouped:8": (80.0, 90)})
+    assert got.predictions[0].candidate == "serpentine:64" and got.chosen.name == "grouped:8"
+    # nor is it measured under --bench
+    from swzc.search.proposers import BuiltinProposer, KernelTask
+
+    offered = [s.name for s, _ in BuiltinProposer().candidates(KernelTask(ctx, analyze(ctx), 0, hwmodels.load("h200"), got,
+                                                                          measured=True))]
+    assert "grouped:8" in offered and "serpentine:64" not in offered
+
+
+def test_where_every_order_that_gains_moves_more_bytes_the_kernel_is_declined_and_says_why(monkeypatch, tmp_path):
+    _, got = _ranked_with(monkeypatch, tmp_path, {"identity": (50.0, 100), "serpentine:64": (90.0, 150),
+                                                  "grouped:8": (52.0, 90)})
+    assert got.chosen is None
+    assert got.reason.startswith("no candidate that moves no more bytes from DRAM than identity (100 MB) raises")
+    assert "serpentine:64 would reach 90.0 % against 50.0 %, but with 150 MB from DRAM" in got.reason

@@ -261,8 +261,16 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
                           for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
-    best = predictions[0]
+    # an order predicted to move more bytes from DRAM than the original is never chosen, whatever its hits
+    best = next((p for p in predictions if p.dram_bytes <= base.dram_bytes), base)
     partial = f" (writes not modelled: {_listed(fp.unknown)})" if fp.unknown else ""
+    if best is not predictions[0] and predictions[0].l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and (
+            best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS):
+        top = predictions[0]
+        reason = (f"no candidate that moves no more bytes from DRAM than identity ({_mb(base)}) raises the predicted L2 hit "
+                  f"rate by {MARGIN_POINTS:g} points: {top.candidate} would reach {top.l2_hit_rate:.1f} % against "
+                  f"{base.l2_hit_rate:.1f} %, but with {_mb(top)} from DRAM{partial}")
+        return Ranking(fp, tuple(predictions), None, reason)
     if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")

@@ -483,14 +483,14 @@ def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) 
         searches.append(KernelSearch(analysis.kernels[index].name, tuple(history)))
         best = max((t for t in history if t.predicted is not None), key=lambda t: t.predicted or 0.0, default=None)
         floor = ranking.identity.l2_hit_rate + MARGIN_POINTS
-        builtin = ranking.predictions[0] if options.proposer == "both" and ranking.chosen else None
+        builtin = ranking.prediction(ranking.chosen.ungated.name) if options.proposer == "both" and ranking.chosen else None
         if best is not None and best.predicted is not None and best.predicted >= floor and (
                 builtin is None or best.predicted > builtin.l2_hit_rate):
             assert best.formula is not None
             chosen[index] = best.formula
             notes[index] = f"the LLM's {best.name}, {best.detail}"
-            family = ranking.predictions[0]
-            if options.proposer == "llm" and family.l2_hit_rate > best.predicted and family.candidate != "identity":
+            family = ranking.prediction(ranking.chosen.ungated.name) if ranking.chosen is not None else None
+            if options.proposer == "llm" and family is not None and family.l2_hit_rate > best.predicted:
                 notes[index] += (f"; the built-in family's best, {family.candidate}, is predicted higher, at "
                                  f"{family.l2_hit_rate:.1f} % (--proposer both would take it)")
         elif options.proposer == "llm":

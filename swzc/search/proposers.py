@@ -116,9 +116,10 @@ class BuiltinProposer:
                 if explore is None or not task.measured:
                     return []
                 return [(EXPLORE, explore.l2_hit_rate)]
-            floor = ranking.identity.l2_hit_rate
-            return [(p.formula, p.l2_hit_rate) for p in ranking.to_measure
-                    if p.formula is not None and not p.formula.is_identity and p.l2_hit_rate > floor]
+            floor, bytes_floor = ranking.identity.l2_hit_rate, ranking.identity.dram_bytes
+            return [(p.formula, p.l2_hit_rate) for p in ranking.to_measure  # none predicted to move more bytes
+                    if p.formula is not None and not p.formula.is_identity and p.l2_hit_rate > floor
+                    and p.dram_bytes <= bytes_floor]
         if not task.measured:
             return []
         return [(spec, None) for spec in block_swizzle.family(task.kernel, task.hw)]
