@@ -22,6 +22,7 @@ terminal (`write_exact`).  Commands printed for pasting into a shell quote their
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -109,13 +110,14 @@ def echo(message: str, err: bool = False, nl: bool = True, kind: str | None = No
     import click  # the library's modules use the rest of this one without the command line's package
 
     cleaned = text(message)
-    if kind is None:
-        click.echo(cleaned, err=err, nl=nl)
+    stream = sys.stderr if err else sys.stdout
+    if kind is None or os.environ.get("NO_COLOR") or not (os.environ.get("FORCE_COLOR") or _terminal(stream)):
+        click.echo(cleaned, err=err, nl=nl)  # most lines: no console to make
         return
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=sys.stderr if err else sys.stdout, highlight=False, soft_wrap=True)
+    console = Console(file=stream, highlight=False, soft_wrap=True)
     if not console.is_terminal or console.no_color or console.color_system is None:
         click.echo(cleaned, err=err, nl=nl)
         return
@@ -124,6 +126,13 @@ def echo(message: str, err: bool = False, nl: bool = True, kind: str | None = No
         for found in pattern.finditer(cleaned):
             shown.stylize(style, found.start(), found.end())
     console.print(shown, end="\n" if nl else "")
+
+
+def _terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def shown(data: bytes) -> bytes:
@@ -136,10 +145,7 @@ def write_exact(data: bytes, stream: BinaryIO | None = None, terminal: bool | No
     pipe; to a terminal (or with `terminal`), escaped as `shown`, since the terminal would act on them."""
     out = stream if stream is not None else sys.stdout.buffer
     if terminal is None:
-        try:
-            terminal = out.isatty()
-        except (AttributeError, ValueError):
-            terminal = False
+        terminal = _terminal(out)
     out.write(shown(data) if terminal else data)
     out.flush()
 
