@@ -145,7 +145,8 @@ def observe_launches(ctx: FileContext, program: ProgramBench, kernels: set[str],
     note = "" if done.ok else f"`{program.bench_cmd}` {done.status()} under {chosen}: the launches before that are kept"
     if chosen != "cupti":
         note = "; ".join(filter(None, [note, f"{chosen} gives no argument values"]))
-    return ObservedRun(chosen, found, note, truncated, unreadable(program, done) if done.ok else "")
+    # only the interposer that leaves the program's output as it is (a profiler's own lines could match)
+    return ObservedRun(chosen, found, note, truncated, unreadable(program, done) if done.ok and chosen == "cupti" else "")
 
 
 def merged(runs: list[ObservedRun]) -> ObservedRun:

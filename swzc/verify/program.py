@@ -160,7 +160,7 @@ def _timed(bench: ProgramBench, dirs: list[Path], name: str) -> HarnessResult:
             if check != expected:
                 if who == "original":
                     raise OriginalFailed(f"the original program's check value changes between runs ({expected} vs {check}): "
-                                     "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
+                                         "it is not deterministic, so swzc cannot check the rewrite", ExitCode.CHECK_FAILED)
                 return HarnessResult(False, f"check value {check} differs from the original's {expected}", None)
             times[key].append(ms)
     return HarnessResult(True, "", Timing(tuple(times["a"]), tuple(times["b"]), tuple(times["a2"])))
