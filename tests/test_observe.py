@@ -47,6 +47,8 @@ needs_cupti = pytest.mark.skipif(CUPTI is None, reason="nvcc with CUPTI (cupti.h
     ("stencil5(float const*, float*)", "stencil5", None),
 ])
 def test_kernel_names_from_symbols(symbol, name, args):
+    if symbol.startswith("_Z") and shutil.which("c++filt") is None:  # no binutils here: the name alone
+        args = None
     assert kernel_name(symbol) == (name, args)
 
 
@@ -57,6 +59,7 @@ def test_without_cplusfilt_a_mangled_symbol_gives_its_name_alone(monkeypatch):
     assert observe.demangled(["_Z4gemmIfLi128EEvPKT_S2_PS0_i"]) == {}
 
 
+@pytest.mark.skipif(shutil.which("c++filt") is None, reason="c++filt (binutils) is not on PATH")
 def test_only_mangled_names_reach_cplusfilt_one_line_each():
     # a symbol with a newline (a program's own strings reach here) would shift every answer after it
     names = observe.demangled(["_Z1av", "_Z1bv\n_Z1cv", "_Z1dv; rm -rf /", "_Z1ev"])
