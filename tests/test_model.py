@@ -552,3 +552,40 @@ def test_where_every_order_that_gains_moves_more_bytes_the_kernel_is_declined_an
     assert got.chosen is None
     assert got.reason.startswith("no candidate that moves no more bytes from DRAM than identity (100 MB) raises")
     assert "serpentine:64 would reach 90.0 % against 50.0 %, but with 150 MB from DRAM" in got.reason
+
+
+# ---- the DRAM floor ------------------------------------------------------------------------------------------
+
+
+def test_the_dram_floor_of_a_gemm_is_each_matrix_once(monkeypatch, tmp_path):
+    from swzc.model.floor import compulsory
+    from swzc.model import rank as ranking
+
+    (tmp_path / "g.cu").write_text(NAIVE_GEMM)
+    ctx = FileContext(load(str(tmp_path / "g.cu")))
+    got = ranking.rank(ctx, analyze(ctx).kernels[0], hwmodels.load("h200"))
+    floor = compulsory(got.footprint)
+    assert floor.exact and floor.bytes == 3 * 4096 * 4096 * 4  # A and B read once, C written once
+    assert floor.times(got.identity.dram_bytes) > floor.times(got.prediction(got.chosen.name).dram_bytes) >= 1.0
+
+
+def test_the_dram_floor_counts_each_sector_once_and_says_where_it_is_a_bound():
+    from swzc.model.floor import compulsory
+    from swzc.model.footprint import Footprint
+    from swzc.model.footprint.sites import Access
+
+    def access(array, write, sectors, block_bytes):
+        return Access(array, write, 4, block_bytes, np.array(sectors, dtype=np.int64), 1)
+
+    # 4 x 4 tiles, each block reading two sectors 64 bytes apart and its row's neighbour overlapping it
+    reads = access("a", False, [0, 2], (256, 64, 0))
+    again = access("a", False, [1], (256, 64, 0))  # the sector between: the array is read whole, once
+    writes = access("c", True, [0], (128, 32, 0))
+    fp = Footprint("k", (4, 4, 1), (32, 1, 1), (4, 4, 1), (reads, again, writes), (), 32, "2d")
+    floor = compulsory(fp)
+    # a: rows 0..3 x 256 B + cols 0..3 x 64 B + sectors 0..2 -> bytes [0, 3 * 256 + 3 * 64 + 96): one run
+    assert floor.exact and floor.bytes == 3 * 256 + 3 * 64 + 96 + 16 * 32
+    # a block touching more than the enumeration budget allows, moved over a wide grid: its span, marked a bound
+    wide = access("a", False, list(range(0, 1 << 21, 2)), (1 << 40, 1 << 30, 0))
+    bound = compulsory(Footprint("k", (4096, 4096, 1), (32, 1, 1), (4096, 4096, 1), (wide,), (), 32, "2d"))
+    assert not bound.exact and bound.bytes > 0

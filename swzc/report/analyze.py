@@ -8,6 +8,7 @@ text and the JSON cannot disagree.  Nothing is rewritten: `analyzed` asks the pa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from swzc.model.rank import Ranking
 from swzc.model.residency import Residency
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
+from swzc.model.floor import Floor, compulsory
 from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.target.hw import HardwareModel
 
@@ -68,6 +70,11 @@ class AnalyzedKernel:
         if not isinstance(self.ranking, Ranking):
             return ()
         return tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in self.ranking.predictions)
+
+    @functools.cached_property
+    def floor(self) -> Floor | None:
+        """The DRAM traffic no order goes below (swzc.model.floor), where the model ranked the kernel."""
+        return compulsory(self.ranking.footprint) if isinstance(self.ranking, Ranking) else None
 
     @property
     def unranked_because(self) -> str:
@@ -150,10 +157,16 @@ def render_text(report: Analyzed) -> str:
         lines += sweep_lines(r.ranking.sweep if isinstance(r.ranking, Ranking) else None)
         if r.candidates:
             size = f" (at the largest size, {r.ranking.sweep.points[-1].size})" if isinstance(r.ranking, Ranking) and r.ranking.sweep else ""
-            lines.append(f"    L2 model{size}:  candidate            L2 hits   DRAM bytes")
+            floor = r.floor
+            lines.append(f"    L2 model{size}:  candidate            L2 hits   DRAM bytes   x floor")
             for name, hit, dram in r.candidates:
                 mark = "  <- chosen" if name == r.chosen else ""
-                lines.append(f"               {name:<20} {hit:6.1f} % {dram / 1e6:10,.0f} MB{mark}")
+                times = floor.times(dram) if floor is not None else None
+                lines.append(f"               {name:<20} {hit:6.1f} % {dram / 1e6:10,.0f} MB "
+                             + (f"{times:8.2f}x" if times is not None else f"{'–':>9}") + mark)
+            if floor is not None:
+                lines.append(f"    DRAM floor: {floor.bytes / 1e6:,.0f} MB, each sector the grid reads or writes moved once"
+                             + ("" if floor.exact else " (at most: some access counted by its span)"))
         elif r.unranked_because:
             lines.append(f"    L2 model: not ranked: {r.unranked_because}")
         for n in k.notes:
@@ -188,7 +201,8 @@ def _kernel_json(r: AnalyzedKernel) -> dict[str, Any]:
         "adapter": _adapter(r),
         "chosen": r.chosen,
         "chosen_by": r.chosen_by,
-        "candidates": candidates_json(r.candidates),
+        "candidates": candidates_json(r.candidates, r.floor),
+        "dram_floor": None if r.floor is None else {"bytes": r.floor.bytes, "exact": r.floor.exact},
         "model": r.unranked_because,
         "sizes": sweep_json(r.ranking.sweep if isinstance(r.ranking, Ranking) else None),
         "residency": None if res is None else {

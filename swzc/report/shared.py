@@ -11,6 +11,7 @@ from typing import Any
 
 from swzc.core import clean
 from swzc.frontend.source import SyntaxIssue
+from swzc.model.floor import Floor
 from swzc.model.rank import SizeSweep
 
 
@@ -30,9 +31,14 @@ def syntax_json(errors: tuple[SyntaxIssue, ...]) -> list[dict[str, Any]]:
     return [{"line": e.line, "col": e.col, "message": e.what} for e in errors]
 
 
-def candidates_json(table: tuple[tuple[str, float, float], ...]) -> list[dict[str, Any]]:
-    """The L2 model's (name, predicted L2 hit %, predicted DRAM bytes) rows."""
-    return [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
+def candidates_json(table: tuple[tuple[str, float, float], ...], floor: Floor | None = None) -> list[dict[str, Any]]:
+    """The L2 model's (name, predicted L2 hit %, predicted DRAM bytes) rows; with the DRAM floor
+    (swzc.model.floor), each row's bytes as a multiple of it too."""
+    rows = [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
+    if floor is not None:
+        for row in rows:
+            row["predicted_dram_over_floor"] = floor.times(row["predicted_dram_bytes"])
+    return rows
 
 
 def sweep_json(sweep: SizeSweep | None) -> dict[str, Any] | None:

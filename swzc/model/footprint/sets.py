@@ -136,7 +136,37 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _intervals(pieces: list[_Set], const: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """The bytes [x, x + width) for every x in const + (Minkowski sum of pieces), as merged intervals."""
     starts = np.array([const], dtype=np.int64)
-    ends = starts + width
+    return _spread(starts, starts + width, pieces)
+
+
+def grid_intervals(sectors: np.ndarray, block_bytes: tuple[int, int, int], tiles: tuple[int, int, int]
+                   ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The byte intervals a whole grid touches through one access, merged: one block's `sectors` (32-byte
+    sector ids), moved by `block_bytes` per unit of the tile grid's (row, column, z), over `tiles`; and whether
+    they are exact (False: past the enumeration budget, the access's whole span stands in, an upper bound)."""
+    if sectors.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), True
+    cut = np.flatnonzero(np.diff(sectors) != 1) + 1  # runs of consecutive sectors
+    starts = sectors[np.concatenate(([0], cut))].astype(np.int64) * SECTOR
+    ends = (sectors[np.concatenate((cut - 1, [sectors.size - 1]))].astype(np.int64) + 1) * SECTOR
+    pieces = [_Set(0, 1, n).scale(b) for b, n in zip(block_bytes, tiles) if b and n > 1]
+    try:
+        starts, ends = _spread(starts, ends, pieces)
+        return starts, ends, True
+    except _OverBudget:
+        low = int(starts[0]) + sum(p.lo for p in pieces)
+        high = int(ends[-1]) + sum(p.hi for p in pieces)
+        return np.array([low], dtype=np.int64), np.array([high], dtype=np.int64), False
+
+
+def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Half-open intervals, sorted, with overlapping or touching ones joined."""
+    return _merge(starts, ends)
+
+
+def _spread(starts: np.ndarray, ends: np.ndarray, pieces: list[_Set]) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals [starts, ends) moved by every point of the Minkowski sum of `pieces`, merged."""
+    starts, ends = _merge(starts, ends)
     for p in sorted(pieces, key=lambda s: s.spacing):
         if p.count == 0:
             return starts[:0], ends[:0]
