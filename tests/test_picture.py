@@ -234,6 +234,9 @@ def test_show_svg_with_html_page(work):
     page = (work / "order.html").read_text()
     assert "<svg" in page and "<?xml" not in page
     assert 'class="shown"><td>hilbert:8' in page and 'class="shown"><td>serpentine:64' in page
+    # the DRAM floor beside the predictions: 3 matrices of 4096 x 4096 floats, and each order as a multiple of it
+    assert "DRAM floor: 201 MB, each sector the grid reads or writes moved once." in page
+    assert "<th>× floor</th>" in page and "<td>serpentine:64</td><td>98.3 %</td><td>367 MB</td><td>1.82x</td>" in page
 
 
 def test_show_html_escapes_a_hostile_file_name(work):

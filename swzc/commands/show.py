@@ -71,7 +71,8 @@ def command(file: str, output: str, html_out: str | None, kernel: str | None, sw
     writes = [(written[0], image)]
     if html_out:
         predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
-        page = picture.html_page(image, fmt, drawn.picture.title, predictions, [p.name for p in drawn.picture.panels])
+        page = picture.html_page(image, fmt, drawn.picture.title, predictions, [p.name for p in drawn.picture.panels],
+                                 floor=drawn.floor)
         writes.append((written[1], page.encode("utf-8")))
     outputs.write_together(file, writes)
     quiet, _ = verbosity()

@@ -38,6 +38,7 @@ from swzc.verify.bench import KernelBench, size_table
 from swzc.core.errors import SwzcError
 from swzc.frontend.evaluate import Value
 from swzc.target.hw import HardwareModel
+from swzc.model.floor import Floor, compulsory
 from swzc.model.l2model import Prediction, default_resident
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
@@ -447,11 +448,11 @@ _STYLE = ("<style>body{font-family:sans-serif;margin:1.5em}section{display:flex;
 
 
 def html_page(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),
-              bench: KernelBench | None = None) -> str:
+              bench: KernelBench | None = None, floor: Floor | None = None) -> str:
     """A self-contained HTML page: the picture (a data: URI for PNG, inline SVG) beside the model's predictions
-    and, when given, the measured attempts.  Every string from outside is escaped: kernel and file names
-    come from other people's files."""
-    return html_report(title, [html_section(image, fmt, title, predictions, shown, bench)])
+    (with the DRAM floor, as a multiple of it) and, when given, the measured attempts.  Every string from
+    outside is escaped: kernel and file names come from other people's files."""
+    return html_report(title, [html_section(image, fmt, title, predictions, shown, bench, floor)])
 
 
 def html_report(title: str, sections: Sequence[str]) -> str:
@@ -492,7 +493,7 @@ def size_plot(bench: KernelBench) -> bytes:
 
 
 def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Prediction] = (), shown: Sequence[str] = (),
-                 bench: KernelBench | None = None) -> str:
+                 bench: KernelBench | None = None, floor: Floor | None = None) -> str:
     """One kernel: its picture, the model's predictions and the measured attempts."""
     if fmt == "png":
         figure = f'<img alt="block order" src="data:image/png;base64,{base64.b64encode(image).decode("ascii")}">'
@@ -504,12 +505,18 @@ def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Predi
     e = html.escape
     parts = ["<section>", f"<h1>{e(title)}</h1>", f"<figure>{figure}</figure>", "<div>"]
     if predictions:
-        parts += ["<h2>L2 model (predicted)</h2>", "<table><tr><th>candidate</th><th>L2 hits</th><th>DRAM</th></tr>"]
+        parts += ["<h2>L2 model (predicted)</h2>", "<table><tr><th>candidate</th><th>L2 hits</th><th>DRAM</th>"
+                  + ("<th>× floor</th>" if floor is not None else "") + "</tr>"]
         for p in predictions:
             mark = ' class="shown"' if p.candidate in shown else ""
+            times = floor.times(p.dram_bytes) if floor is not None else None
             parts.append(f"<tr{mark}><td>{e(p.candidate)}</td><td>{p.l2_hit_rate:.1f} %</td>"
-                         f"<td>{p.dram_bytes / 1e6:,.0f} MB</td></tr>")
+                         f"<td>{p.dram_bytes / 1e6:,.0f} MB</td>" + (f"<td>{_number(times, '{:.2f}x')}</td>" if floor else "")
+                         + "</tr>")
         parts.append("</table>")
+        if floor is not None:
+            parts.append(f"<p>DRAM floor: {floor.bytes / 1e6:,.0f} MB, each sector the grid reads or writes moved once"
+                         + ("" if floor.exact else " (at most: some access counted by its span)") + ".</p>")
     if bench is not None:
         parts += measured_html(bench)
     parts += ["</div>", "</section>"]
@@ -556,6 +563,11 @@ class KernelPicture:
     picture: Picture
     ranking: Ranking | None
     note: str  # why the orders drawn are these
+
+    @property
+    def floor(self) -> Floor | None:
+        """The DRAM floor of the kernel the model ranked (swzc.model.floor)."""
+        return compulsory(self.ranking.footprint) if self.ranking is not None else None
 
 
 def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], name: str | None, forced: bool) -> int:

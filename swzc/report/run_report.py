@@ -88,5 +88,5 @@ def report_page(file: str, result: RewriteResult, options: Options) -> str:
             continue
         predictions = drawn.ranking.predictions if drawn.ranking is not None else ()
         sections.append(picture.html_section(image, "png", drawn.picture.title, predictions,
-                                             [p.name for p in drawn.picture.panels], bench))
+                                             [p.name for p in drawn.picture.panels], bench, drawn.floor))
     return picture.html_report(f"swzc benchmark report: {result.path}", sections)
