@@ -589,3 +589,21 @@ def test_the_dram_floor_counts_each_sector_once_and_says_where_it_is_a_bound():
     wide = access("a", False, list(range(0, 1 << 21, 2)), (1 << 40, 1 << 30, 0))
     bound = compulsory(Footprint("k", (4096, 4096, 1), (32, 1, 1), (4096, 4096, 1), (wide,), (), 32, "2d"))
     assert not bound.exact and bound.bytes > 0
+
+
+def test_an_order_from_outside_predicted_to_move_more_bytes_is_rejected_before_it_is_chosen_or_measured(monkeypatch, tmp_path):
+    from swzc.formulas.swizzles import CustomSwizzle
+    from swzc.model.l2model import Prediction
+    from swzc.search.proposers import KernelTask, Proposed, vet
+    from support import GROUPED_8_BODY
+
+    ctx, got = _ranked_with(monkeypatch, tmp_path, {"identity": (50.0, 100), "serpentine:64": (90.0, 90)})
+    from swzc.search.llm.restrict import check_body
+
+    body = CustomSwizzle("g8", check_body(GROUPED_8_BODY).body, GROUPED_8_BODY)
+    # the LLM's order is predicted by the stand-in model to move half as much again as identity
+    monkeypatch.setattr("swzc.search.proposers._prediction",
+                        lambda task, formula: Prediction(formula.name, 95.0, 150e6, 1000, 100))
+    tried = vet(KernelTask(ctx, analyze(ctx), 0, hwmodels.load("h200"), got, measured=True), Proposed("llm", body))
+    assert tried.status == "rejected" and tried.detail.startswith("predicted to move more bytes from DRAM than the original "
+                                                                 "(150 MB against 100 MB, at 95.0 % L2 hits)")

@@ -24,6 +24,7 @@ from swzc.frontend.evaluate import Value
 from swzc.target.hw import HardwareModel
 from swzc.passes import block_swizzle
 from swzc.formulas.prove import Proof, prove
+from swzc.model.l2model import Prediction
 from swzc.model.rank import Ranking, rank
 from swzc.analysis.context import FileContext
 from swzc.formulas.swizzles import Formula, Step, SwizzleSpec
@@ -159,6 +160,13 @@ def vet(task: KernelTask, proposed: Proposed) -> Tried:
     if proof.identity:
         return Tried(formula.name, proposed.proposer, "rejected", f"the identity on {_where(proof)}: it changes nothing",
                      formula, note=proposed.note)
+    known = _prediction(task, formula)
+    if isinstance(known, Prediction) and isinstance(task.ranking, Ranking) and known.dram_bytes > task.ranking.identity.dram_bytes:
+        base = task.ranking.identity
+        return Tried(formula.name, proposed.proposer, "rejected",
+                     f"predicted to move more bytes from DRAM than the original ({known.dram_bytes / 1e6:,.0f} MB against "
+                     f"{base.dram_bytes / 1e6:,.0f} MB, at {known.l2_hit_rate:.1f} % L2 hits): no such order is chosen or measured",
+                     formula, known.l2_hit_rate, note=proposed.note)
     predicted, detail = predict(task, formula)
     return Tried(formula.name, proposed.proposer, "predicted", detail, formula, predicted, note=proposed.note)
 
@@ -169,22 +177,33 @@ def _where(proof: Proof) -> str:
     return ", ".join(f"{x}x{y}x{z}" + (f" n={n}" if n else "") for x, y, z, n in proof.shapes)
 
 
-def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
-    """The L2 model's hit rate for a formula, from the kernel's ranking where it has it; (None, why) when the
-    model cannot rank the kernel."""
+def _prediction(task: KernelTask, formula: Formula) -> Prediction | str:
+    """The L2 model's prediction for a formula, from the kernel's ranking where it has it; why not, where the
+    model cannot rank it."""
     ranking = task.ranking
     if not isinstance(ranking, Ranking):
-        return None, f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
+        return f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
     gated = isinstance(formula, SwizzleSpec) and formula.gate
     known = next((p for p in ranking.predictions if p.formula == (formula.ungated if gated else formula)), None)  # type: ignore[union-attr]
     if known is None and gated:
-        return None, f"proven; the L2 model did not rank {formula.name} over the sizes swept"
+        return f"proven; the L2 model did not rank {formula.name} over the sizes swept"
     if known is None:
         # with the residency the family was ranked with, so that the numbers compare
         got = rank(task.ctx, task.kernel, task.hw, task.bindings, [SwizzleSpec(()), formula], running=ranking.residency)
         if not isinstance(got, Ranking):
-            return None, f"proven; the L2 model cannot rank it ({got})"
+            return f"proven; the L2 model cannot rank it ({got})"
         known = next(p for p in got.predictions if p.formula == formula)
+    return known
+
+
+def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
+    """The L2 model's hit rate for a formula, from the kernel's ranking where it has it; (None, why) when the
+    model cannot rank the kernel."""
+    known = _prediction(task, formula)
+    if isinstance(known, str):
+        return None, known
+    ranking = task.ranking
+    assert isinstance(ranking, Ranking)
     base = ranking.identity
     at = f" at the largest size swept ({ranking.sweep.points[-1].size})" if ranking.sweep is not None else ""
     return known.l2_hit_rate, (f"proven; predicted {known.l2_hit_rate:.1f} % L2 hits and {known.dram_bytes / 1e6:,.0f} MB "
