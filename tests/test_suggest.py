@@ -278,7 +278,7 @@ def test_json(work):
     assert [k["status"] for k in mixed["kernels"]] == ["suggested", "declined", "untouched"]
     suggestion = mixed["kernels"][0]["suggestion"]
     assert suggestion["identity"]["l2_hit_rate"] < suggestion["swizzled"]["l2_hit_rate"]
-    assert suggestion["apply"] == "swzc rewrite mixed.cu --in-place"
+    assert suggestion["apply"] == f"swzc rewrite mixed.cu --swizzle gemm={suggestion['swizzle']} --in-place"
     assert mixed["kernels"][1]["suggestion"] is None
     assert missing["error"].startswith("missing.cu: cannot read") and missing["exit_code"] == 2
 
@@ -295,11 +295,58 @@ def test_the_apply_command_makes_exactly_the_models_rewrite(work, name):
     (found,) = suggestion_lines(invoke("suggest", name).stdout)
     words = shlex.split(found["apply"])
     assert words[:3] == ["swzc", "rewrite", name]
-    # A forced --swizzle would also rewrite scale2d, which the model declines: mixed.cu's command leaves it out.
-    assert ("--swizzle" in words) == (name != "mixed.cu")
+    # A forced --swizzle SPEC would also rewrite scale2d, which the model declines: mixed.cu's command pins gemm alone.
+    assert words[3:5] == ["--swizzle", found["swizzle"] if name != "mixed.cu" else f"gemm={found['swizzle']}"]
     result = invoke(*words[1:], "--no-compile")
     assert result.exit_code == 0, result.output
     assert (work / name).read_bytes() == expected.read_bytes()
+
+
+TWO_ORDERS = GEMM + b"""
+__global__ void tall(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+
+void run_tall(const float* A, const float* B, float* C) {
+  tall<<<dim3(128, 512), dim3(32, 8)>>>(A, B, C, 4096);
+}
+"""
+
+
+def test_the_apply_command_names_each_kernels_order_and_rewrite_writes_those(work):
+    (work / "two.cu").write_bytes(TWO_ORDERS)
+    found = suggestion_lines(invoke("suggest", "two.cu").stdout)
+    assert len(found) == 2 and found[0]["swizzle"] != found[1]["swizzle"]
+    words = shlex.split(found[0]["apply"])
+    assert words == ["swzc", "rewrite", "two.cu", "--swizzle", f"gemm={found[0]['swizzle']}",
+                     "--swizzle", f"tall={found[1]['swizzle']}", "--in-place"]
+    # rewrite's own ranking may use the compiler's figures where suggest never compiles: the orders named are the
+    # ones suggested, and rewrite writes those
+    applied = json.loads(invoke(*words[1:-1], "--no-compile", "--json", "-o", "out.cu").stdout)
+    assert [(k["name"], k["status"], k["swizzle"]) for k in applied["kernels"]] == [
+        ("gemm", "rewritten", found[0]["swizzle"]), ("tall", "rewritten", found[1]["swizzle"])]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--swizzle", "nope=grouped:8"], "names kernel(s) nope, which are not in"),
+    (["--swizzle", "grouped:8", "--swizzle", "gemm=grouped:8"], "not both"),
+    (["--swizzle", "gemm=grouped:8", "--swizzle", "gemm=hilbert:8"], "each kernel once"),
+    (["--swizzle", "gemm=sideways:3"], "--swizzle 'sideways:3'"),
+])
+def test_a_swizzle_for_a_kernel_is_checked(work, args, said):
+    result = invoke("rewrite", "mixed.cu", "--no-compile", *args)
+    assert result.exit_code == 2 and said in result.stderr, result.output
+
+
+def test_a_kernel_not_named_is_left_alone(work):
+    doc = json.loads(invoke("rewrite", "mixed.cu", "--no-compile", "--json", "--swizzle", "gemm=grouped:8").stdout)
+    assert [(k["name"], k["status"]) for k in doc["kernels"]] == [("gemm", "rewritten"), ("scale2d", "untouched"),
+                                                                   ("scale", "untouched")]
+    assert doc["kernels"][1]["reason"] == "not named by --swizzle KERNEL=SPEC"
 
 
 def test_the_apply_command_reads_the_file_as_suggest_did(work):

@@ -33,7 +33,7 @@ from swzc.core.outputs import STDOUT, Output
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.rewrite.patch import header_path
-from swzc.pipeline.driver import (Options, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle,
+from swzc.pipeline.driver import (Options, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzles,
                            rewrite_file)
 from swzc.pipeline.reading import build_context, input_limit
 from swzc.report import analyze as analyze_report
@@ -294,9 +294,10 @@ def verbosity() -> tuple[int, bool]:
 @click.option("-o", "--output", metavar="OUT", help="Write the rewritten file here ('-' for stdout).")
 @click.option("--in-place", is_flag=True, help="Overwrite FILE with the rewritten file.")
 @click.option("--patch", "patch_out", metavar="FILE", help="Write a unified diff (git apply accepts it; '-' for stdout).")
-@click.option("--swizzle", metavar="SPEC", help="identity, colmajor, grouped:G, serpentine:G, hilbert:K, morton:K, "
-              "xcd:N, xcd:N:C, or a chain joined by '+' (e.g. xcd:8+grouped:8). Default: the L2 model's choice, or the "
-              "measured one with --bench.")
+@click.option("--swizzle", "swizzles", multiple=True, metavar="[KERNEL=]SPEC",
+              help="identity, colmajor, grouped:G, serpentine:G, hilbert:K, morton:K, xcd:N, xcd:N:C, or a chain joined "
+              "by '+' (e.g. xcd:8+grouped:8), for every kernel it fits; or KERNEL=SPEC, repeated, for those kernels alone "
+              "(the others are left as they are). Default: the L2 model's choice, or the measured one with --bench.")
 @hw_option
 @set_option
 @build_options
@@ -328,7 +329,7 @@ def verbosity() -> tuple[int, bool]:
 @json_option
 @verbosity_options
 @guarded
-def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzle: str | None, hw_name: str,
+def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzles: tuple[str, ...], hw_name: str,
             bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
             report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, bench_sizes: str | None, time_regex: str,
             check_regex: str, compile_flags: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
@@ -343,8 +344,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     outputs.check(file, _rewrite_outputs(file, output, in_place, patch_out, report, llm_transcript))
     if llm_transcript and proposer == "builtin":
         raise SwzcError("--llm-transcript goes with --proposer llm or both")
-    if swizzle and proposer != "builtin":
-        raise SwzcError(f"--swizzle forces one order for every kernel; it does not go with --proposer {proposer}")
+    swizzle, pinned = parse_swizzles(swizzles)
+    if (swizzle or pinned) and proposer != "builtin":
+        raise SwzcError(f"--swizzle forces the orders; it does not go with --proposer {proposer}")
     llm = build_llm(proposer, llm_model, base_url, llm_timeout, llm_retries, llm_replay)
     program = None
     if bench_cmd:
@@ -362,7 +364,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     elif bench and program is None and not gpu_present():
         raise SwzcError("--bench needs a GPU here: an NVIDIA GPU with nvcc, or an AMD GPU with hipcc; none was found")
     context, context_notes = build_context(file, include_dirs, defines, build_path)
-    options = Options(hw=load_hw(hw_name), swizzle=parse_swizzle(swizzle), bindings=parse_bindings(list(bindings)),
+    options = Options(hw=load_hw(hw_name), swizzle=swizzle, pinned=pinned, bindings=parse_bindings(list(bindings)),
                       context=context, facts=parse_launch_facts(grids, blocks),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)

@@ -65,6 +65,7 @@ class Options:
 
     hw: HardwareModel
     swizzle: Formula | None = None  # None: the proposers' choice (the L2 model's, or the measured one with bench)
+    pinned: Mapping[str, Formula] = field(default_factory=dict)  # --swizzle KERNEL=SPEC: these kernels alone, these orders
     bindings: Mapping[str, Value] = field(default_factory=dict)
     compile: bool = True
     compile_flags: tuple[str, ...] = ()
@@ -83,7 +84,7 @@ class Options:
     def __hash__(self) -> int:
         """Over the knobs in a canonical form (mappings as sorted items); the LLM proposer is left out, as equal
         options must hash alike and two equal proposers may be two objects."""
-        return hash((self.hw, self.swizzle, tuple(sorted((k, repr(v)) for k, v in self.bindings.items())), self.compile,
+        return hash((self.hw, self.swizzle, tuple(sorted(self.pinned.items())), tuple(sorted((k, repr(v)) for k, v in self.bindings.items())), self.compile,
                      self.compile_flags, self.bench, self.max_iterations, self.launch_spec, self.rounds, self.program,
                      self.progress, self.context, tuple(sorted((k, v) for k, v in self.facts.items())), self.proposer,
                      self.facts_elsewhere))
@@ -206,6 +207,24 @@ def parse_swizzle(text: str | None) -> SwizzleSpec | None:
         raise SwzcError(f"--swizzle {text!r}: {exc}") from None
 
 
+def parse_swizzles(texts: Sequence[str]) -> tuple[SwizzleSpec | None, dict[str, SwizzleSpec]]:
+    """--swizzle, given once as SPEC (every kernel it fits) or as KERNEL=SPEC, once per kernel (those kernels
+    alone, each with its order; the others are left as they are)."""
+    plain = [t for t in texts if "=" not in t]
+    pinned: dict[str, SwizzleSpec] = {}
+    for text in texts:
+        if "=" not in text:
+            continue
+        kernel, _, spec = text.partition("=")
+        kernel = kernel.strip()
+        if not kernel.isidentifier() or kernel in pinned:
+            raise SwzcError(f"--swizzle {text!r}: expected KERNEL=SPEC, each kernel once (a kernel's name, then its order)")
+        pinned[kernel] = parse_swizzle(spec.strip())  # type: ignore[assignment]
+    if len(plain) > 1 or (plain and pinned):
+        raise SwzcError("--swizzle takes one SPEC for every kernel, or KERNEL=SPEC for each kernel named, not both")
+    return parse_swizzle(plain[0]) if plain else None, pinned
+
+
 def load_hw(name: str) -> HardwareModel:
     return hwmodels.load(name)
 
@@ -312,8 +331,15 @@ def _tile_spaces(shapes: tuple[tuple[int, int, int, int], ...]) -> str:
 
 def rewrite_file(path: str, options: Options) -> RewriteResult:
     ctx, analysis = analyze_file(path, options.bindings, options.context, options.facts, options.facts_elsewhere)
+    names = {k.name for k in analysis.kernels}
+    if set(options.pinned) - names:
+        raise SwzcError(f"--swizzle names kernel(s) {', '.join(sorted(set(options.pinned) - names))}, which are not in "
+                        f"{ctx.src.path} (kernels: {', '.join(sorted(names)) or 'none'})")
     if options.bench:
         result = rewrite_benchmarked(ctx, analysis, options)
+    elif options.pinned:  # those kernels with those orders, the others left alone
+        only = {i: options.pinned[k.name] for i, k in enumerate(analysis.kernels) if k.name in options.pinned}
+        result = rewrite_source(ctx, analysis, options, RunPlan(only=only))
     else:
         plan = choose_by_model(ctx, analysis, options)
         result = replace(rewrite_source(ctx, analysis, options, plan), searches=plan.searches,
@@ -338,7 +364,7 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
     # a kernel sized at run time is ranked over a sweep and measured at several of its sizes on the generated
     # harness; the user's own program runs at the sizes it chooses
     ranked = (rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=options.program is None)
-              if options.swizzle is None else {})
+              if options.swizzle is None and not options.pinned else {})
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -347,14 +373,17 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
     for index in range(len(analysis.kernels)):
         if block_swizzle.refusal(analysis, index) is not None or (kernels is not None and index not in kernels):
             continue
+        if options.pinned and analysis.kernels[index].name not in options.pinned:
+            continue  # --swizzle KERNEL=SPEC: the kernels not named are left alone
         ranking = ranked.get(index)
         task = KernelTask(ctx, analysis, index, options.hw, ranking, options.bindings, measured=True)
-        if options.swizzle is not None:
-            forced = block_swizzle.propose(analysis, index, options.hw, options.swizzle)
+        pinned = options.pinned.get(analysis.kernels[index].name, options.swizzle)
+        if pinned is not None:
+            forced = block_swizzle.propose(analysis, index, options.hw, pinned)
             if isinstance(forced, Decision):  # the swizzle does not fit this kernel: nothing to measure
                 declined[index] = forced.reason
                 continue
-            proposers: list[Proposer] = [Forced(options.swizzle)]
+            proposers: list[Proposer] = [Forced(pinned)]
         else:
             proposers = _proposers(options)
             if options.proposer == "builtin" and not BuiltinProposer().candidates(task):
@@ -467,7 +496,7 @@ def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) 
     """Without a GPU, an LLM's proven candidates are judged by the L2 model alone: one is chosen when its
     predicted hit rate beats identity by the margin and, under `both`, the built-in family's best.  Where
     the model cannot rank a kernel, nothing would judge the LLM's candidates: it is not asked."""
-    if options.proposer == "builtin" or options.swizzle is not None:
+    if options.proposer == "builtin" or options.swizzle is not None or options.pinned:
         return RunPlan()
     ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options))
     chosen: dict[int, Formula] = {}
@@ -540,7 +569,8 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
             decisions[index] = Decision(index, "declined", plan.declined[index])
             continue
         if selecting and index not in plan.only:  # type: ignore[operator]
-            decisions[index] = block_swizzle.refusal(analysis, index) or Decision(index, "untouched", "not selected")
+            decisions[index] = block_swizzle.refusal(analysis, index) or Decision(
+                index, "untouched", "not named by --swizzle KERNEL=SPEC" if options.pinned else "not selected")
             continue
         requested = plan.only[index] if selecting else plan.chosen.get(index, options.swizzle)  # type: ignore[index]
         got = block_swizzle.propose(analysis, index, options.hw, requested, ranked.get(index))

@@ -84,16 +84,24 @@ def kernel_of(pair: str) -> str:
 def _apply_command(path: str, outcomes: tuple[KernelOutcome, ...], settings: Settings) -> str:
     """The `swzc rewrite` command that makes exactly the suggested changes to PATH, read as suggest read it.
 
-    A forced --swizzle reaches every kernel it fits, including ones the model declined, and can even lift a
-    refusal that came from kernels sharing a helper with different orders; so it is named only when every
-    kernel that reads the block index was given that one order."""
+    Each suggested order is named, so that `rewrite`, which may rank with the compiler's figures where suggest
+    never compiles, writes what was suggested: `--swizzle SPEC` where every kernel that reads the block index was
+    given that one order (a forced --swizzle reaches every kernel it fits), else `--swizzle KERNEL=SPEC` for each
+    kernel suggested, which leaves the others alone."""
     names = {o.name for o in outcomes}
     words = [*settings.passed]
     words += [w for option, pair in settings.passed_launches if kernel_of(pair) in names for w in (option, pair)]
     reading = [o for o in outcomes if o.status != "untouched"]
     orders = {o.swizzle for o in reading}
+    rewritten = [o for o in reading if o.status == "rewritten" and o.swizzle]
+    by_name: dict[str, set[str]] = {}
+    for o in reading:  # two kernels of one name (overloads) are pinned together only where they agree
+        by_name.setdefault(o.name, set()).add(str(o.swizzle) if o.status == "rewritten" else "")
     if reading and all(o.status == "rewritten" for o in reading) and len(orders) == 1:
         words += ["--swizzle", str(orders.pop())]
+    elif rewritten and all(len(by_name[o.name]) == 1 for o in rewritten):
+        for name in dict.fromkeys(o.name for o in rewritten):
+            words += ["--swizzle", f"{name}={next(iter(by_name[name]))}"]
     words.append("--in-place")
     # PATH as a name even where it starts with '-'; every word quoted, an unsafe character as a $'…' escape
     return " ".join(["swzc", "rewrite", clean.shell_path(path), *map(clean.shell_word, words)])
