@@ -314,3 +314,16 @@ def test_without_matplotlib_show_names_the_extra_and_a_report_keeps_its_tables(w
     parts = picture.measured_html(KernelBench("gemm", 1, rows[1:], "grouped:8", "chose grouped:8", by_size=rows))
     page = "\n".join(parts)
     assert "Measured by size" in page and "1.100x" in page and "not drawn: pictures are drawn with matplotlib" in page
+
+
+def test_show_draws_the_first_kernel_the_model_would_swizzle_not_the_first_it_declines(work):
+    declined = b"""
+__global__ void scale2d(float* C, int n) {
+  C[(blockIdx.y * 16 + threadIdx.y) * n + blockIdx.x * 16 + threadIdx.x] *= 2.0f;
+}
+void run_scale(float* C) { scale2d<<<dim3(256, 256), dim3(16, 16)>>>(C, 4096); }
+"""
+    (work / "two.cu").write_bytes(declined + GEMM)
+    result = invoke("show", "two.cu", "-o", "order.png")
+    assert result.exit_code == 0, result.output
+    assert ": kernel gemm:" in result.stdout and "serpentine:64" in result.stdout

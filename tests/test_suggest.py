@@ -504,13 +504,16 @@ class _Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize("terminal", [True, False])
-def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_passes_through(monkeypatch, terminal):
+@pytest.mark.parametrize("err_terminal, out_terminal", [(True, False), (False, False), (True, True)])
+def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_passes_through(monkeypatch, err_terminal,
+                                                                                            out_terminal):
     from swzc.commands.cli import each_file
 
-    err = _Terminal() if terminal else io.StringIO()
+    err = _Terminal() if err_terminal else io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", _Terminal() if out_terminal else io.StringIO())
     files = ["a.cu", "b.cu", "c.cu"]
     assert list(each_file(iter([1, 2, 3]), files, "suggest")) == [1, 2, 3]
-    assert ("suggest" in err.getvalue()) == terminal
+    # on stderr, where stderr is a terminal and stdout is not: the findings on that terminal would cut into it
+    assert ("suggest" in err.getvalue()) == (err_terminal and not out_terminal)
     assert list(each_file(iter([1]), files[:1], "suggest")) == [1]  # one file: no bar

@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 EXIT_CODES = """\b
 Exit codes:
-  0  rewritten (analyze: would rewrite), or nothing to do (no kernel reads the block index)
+  0  rewritten, or nothing to do (no kernel reads the block index)
   1  every kernel that reads the block index was refused, declined or left unranked
   2  bad input: unreadable file, kernels but none clear of syntax errors, unknown --hw, bad --swizzle, --set or --grid,
      --bench without a GPU, an output swzc must not write; nothing written
@@ -254,12 +254,10 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
 
 def each_file(done: Iterable[T], files: Sequence[str], what: str) -> Iterator[T]:
     """`done` (one result per FILE, in order) passed through, with a progress bar on stderr where stderr is a
-    terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu"."""
+    terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu".  Where stdout is that terminal
+    too, its lines are the progress (a bar between them would be cut into by them)."""
     quiet, _ = verbosity()
-    try:
-        shown = len(files) > 1 and not quiet and sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        shown = False
+    shown = len(files) > 1 and not quiet and clean.is_terminal(sys.stderr) and not clean.is_terminal(sys.stdout)
     if not shown:
         yield from done
         return
@@ -434,7 +432,17 @@ def _rewrite_outputs(file: str, output: str | None, in_place: bool, patch_out: s
     return found
 
 
-@main.command(epilog=examples("swzc analyze gemm.cu", "swzc analyze gemm.cu --hw mi300x --set N=8192 --json"))
+ANALYZE_EXIT_CODES = """\b
+Exit codes:
+  0  some kernel would be rewritten, or no kernel reads the block index
+  1  every kernel that reads the block index would be refused, declined or left unranked
+  2  bad input: unreadable file, kernels but none clear of syntax errors, unknown --hw, bad --set, --grid or --block
+  3  an internal error
+  130  interrupted (SIGINT or SIGTERM)"""
+
+
+@main.command(epilog=examples("swzc analyze gemm.cu", "swzc analyze gemm.cu --hw mi300x --set N=8192 --json",
+                              codes=ANALYZE_EXIT_CODES))
 @click.argument("file", type=click.Path(dir_okay=True))
 @hw_option
 @set_option

@@ -111,7 +111,7 @@ def echo(message: str, err: bool = False, nl: bool = True, kind: str | None = No
 
     cleaned = text(message)
     stream = sys.stderr if err else sys.stdout
-    if kind is None or os.environ.get("NO_COLOR") or not (os.environ.get("FORCE_COLOR") or _terminal(stream)):
+    if kind is None or os.environ.get("NO_COLOR") or not (os.environ.get("FORCE_COLOR") or is_terminal(stream)):
         click.echo(cleaned, err=err, nl=nl)  # most lines: no console to make
         return
     from rich.console import Console
@@ -128,7 +128,8 @@ def echo(message: str, err: bool = False, nl: bool = True, kind: str | None = No
     console.print(shown, end="\n" if nl else "")
 
 
-def _terminal(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal (a person reads it as it comes)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -145,7 +146,7 @@ def write_exact(data: bytes, stream: BinaryIO | None = None, terminal: bool | No
     pipe; to a terminal (or with `terminal`), escaped as `shown`, since the terminal would act on them."""
     out = stream if stream is not None else sys.stdout.buffer
     if terminal is None:
-        terminal = _terminal(out)
+        terminal = is_terminal(out)
     out.write(shown(data) if terminal else data)
     out.flush()
 

@@ -571,8 +571,8 @@ class KernelPicture:
 
 
 def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], name: str | None, forced: bool) -> int:
-    """The kernel to draw: the one named, else the first the model ranks, else (with --swizzle) the first
-    that can be swizzled."""
+    """The kernel to draw: the one named, else the first the model would swizzle, else the first it ranks,
+    else (with --swizzle) the first that can be swizzled."""
     kernels = analysis.kernels
     if name is not None:
         named = [i for i, k in enumerate(kernels) if k.name == name]
@@ -580,7 +580,8 @@ def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], na
             known = ", ".join(dict.fromkeys(k.name for k in kernels)) or "none"
             raise SwzcError(f"--kernel {name}: no such kernel in {analysis.path} (kernels: {known})")
         return next((i for i in named if isinstance(ranked.get(i), Ranking)), next((i for i in named if i in ranked), named[0]))
-    first = next((i for i in sorted(ranked) if isinstance(ranked[i], Ranking)), None)
+    chosen = next((i for i in sorted(ranked) if isinstance(ranked[i], Ranking) and ranked[i].chosen is not None), None)  # type: ignore[union-attr]
+    first = chosen if chosen is not None else next((i for i in sorted(ranked) if isinstance(ranked[i], Ranking)), None)
     if first is not None:
         return first
     if forced and ranked:
