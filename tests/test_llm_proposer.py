@@ -120,12 +120,15 @@ def test_under_both_a_failed_llm_leaves_the_built_in_choice(gemm):
     doc = json.loads(result.stdout)
     kernel = doc["kernels"][0]
     assert kernel["status"] == "rewritten" and not kernel["swizzle"].startswith("custom:")
-    # and it says so: in the JSON's notes, and as a note in the text summary
+    # and it says so: in the JSON (a field of its own, and a note), on stderr, and as a note in the summary
+    assert "500" in doc["llm_failure"]
     assert any(n.startswith("the LLM was given up after a failed request (") and "500" in n for n in doc["notes"])
-    with serve([Status(500, "overloaded")]) as server:
-        text = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url",
-                                         server.base_url, "--llm-retries", "0", "--no-compile"]).output
-    assert "note: the LLM was given up after a failed request" in text
+    for quiet in ([], ["-q"]):
+        with serve([Status(500, "overloaded")]) as server:
+            text = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url",
+                                             server.base_url, "--llm-retries", "0", "--no-compile", *quiet])
+        assert text.stderr.startswith("swzc: note: the LLM was given up after a failed request (")
+        assert ("  note: the LLM was given up" in text.stdout) == (not quiet)
 
 
 def test_under_llm_a_pick_the_family_beats_says_so(gemm):
@@ -174,7 +177,7 @@ def test_the_llm_needs_a_model_or_a_transcript(gemm):
     result = CliRunner().invoke(main, ["rewrite", "g.cu", "--model", "m"])
     assert result.exit_code == 2 and "go with --proposer llm or both" in result.output
     result = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--swizzle", "grouped:8"])
-    assert result.exit_code == 2 and "--swizzle forces one order for every kernel" in result.output
+    assert result.exit_code == 2 and "--swizzle forces the orders; it does not go with --proposer both" in result.output
 
 
 @needs_nvcc

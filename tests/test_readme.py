@@ -54,7 +54,8 @@ def test_the_runtime_sized_example_gets_the_gated_order_the_readme_names(tmp_pat
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["suggest", "examples/decoded_gemm.cu"])
-    assert f": kernel gemm_decoded: {said.group(1)} predicted over n swept" in result.stdout
+    assert f": kernel gemm_decoded: {said.group(1)} predicted L2 hits " in result.stdout
+    assert "(at n = 8192, the largest size swept; the kernel's own order under 4,096 tiles)" in result.stdout
 
 
 @pytest.mark.parametrize("body", [b for lang, b in BLOCKS if lang == "toml"])

@@ -68,7 +68,8 @@ void run_scale(float* C) {
 SYNTAX_ERROR = b"__global__ void k(float* p) {\n  int x = 1;\n    x @ 2;\n  p[blockIdx.x] = x;\n}\n"
 
 LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+): kernel (?P<kernel>\w+): (?P<swizzle>\S+) predicted L2 hits "
-                  r"(?P<hit0>[\d.]+) % -> (?P<hit1>[\d.]+) %, DRAM (?P<dram0>[\d,]+) MB -> (?P<dram1>[\d,]+) MB; "
+                  r"(?P<hit0>[\d.]+) % -> (?P<hit1>[\d.]+) %, DRAM (?P<dram0>[\d,]+) MB -> (?P<dram1>[\d,]+) MB"
+                  r"(?: \(at (?P<swept>[^)]*)\))?; "
                   r"apply: (?P<apply>.+)$")
 
 

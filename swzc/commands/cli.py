@@ -33,7 +33,7 @@ from swzc.core.outputs import STDOUT, Output
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.rewrite.patch import header_path
-from swzc.pipeline.driver import (Options, analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzles,
+from swzc.pipeline.driver import (Options, analyze_file, llm_note, load_hw, parse_bindings, parse_launch_facts, parse_swizzles,
                            rewrite_file)
 from swzc.pipeline.reading import build_context, input_limit
 from swzc.report import analyze as analyze_report
@@ -414,6 +414,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
               else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose, notes=not quiet))
     if quiet < 2 or as_json:
         clean.echo(report, err=to_stdout)
+    if result.llm_failure and quiet < 2:  # asked for and not had: said where errors go too, -q or not
+        clean.echo(f"swzc: note: {llm_note(result.llm_failure)}", err=True, kind="note")
     if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
         clean.write_exact(result.new)
     if patch_out == STDOUT:

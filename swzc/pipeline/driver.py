@@ -138,6 +138,7 @@ class RewriteResult:
     transcripts: tuple[Transcript, ...] = ()  # the LLM exchanges, per kernel
     fixes: tuple[KernelFix, ...] = ()  # per rewritten kernel, its edits on their own
     library: Edit | None = None  # the one insertion of the swizzle functions the rewritten kernels call
+    llm_failure: str = ""  # under --proposer both, why the LLM was given up (its candidates were not asked for)
 
     @property
     def changed(self) -> bool:
@@ -346,9 +347,13 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
                          transcripts=_transcripts(options, plan.searches))
     given_up = getattr(options.llm, "failure", "")  # under --proposer both, an LLM that failed is let go
     if given_up:
-        result = replace(result, notes=(*result.notes, f"the LLM was given up after a failed request ({given_up}); "
-                                        "the built-in family's candidates were used alone"))
+        result = replace(result, llm_failure=given_up, notes=(*result.notes, llm_note(given_up)))
     return result
+
+
+def llm_note(failure: str) -> str:
+    """The note on an LLM given up under --proposer both."""
+    return f"the LLM was given up after a failed request ({failure}); the built-in family's candidates were used alone"
 
 
 def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Options,

@@ -88,6 +88,7 @@ def render_json(result: RewriteResult, output: str | None, in_place: bool, patch
         "kernels": [_kernel(o) for o in result.outcomes],
         "syntax_errors": syntax_json(result.syntax_errors),
         "notes": list(result.notes),
+        "llm_failure": result.llm_failure or None,
         "searches": searches_json(result),
         "compile": None if result.compile is None else {"status": result.compile.status, "command": result.compile.command,
                                                          "detail": result.compile.detail},

@@ -45,6 +45,7 @@ class Suggestion:
     swizzled: Predicted | None
     note: str
     apply: str
+    swept: str = ""  # where the grid is set at run time: the size the figures are at, and the order's gate
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,21 @@ def suggestions_of(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     if not rewritten:
         return ()
     apply = _apply_command(path, outcomes, settings)
+    # a gated order's figures are its own, ungated, at the largest size ranked (as identity's are)
     return tuple(Suggestion(o.name, o.line, str(o.swizzle), _predicted(o.candidates, "identity"),
-                            _predicted(o.candidates, o.swizzle), o.chosen_by, apply) for o in rewritten)
+                            _predicted(o.candidates, str(o.swizzle).partition("@")[0]), o.chosen_by, apply, _swept(o))
+                 for o in rewritten)
+
+
+def _swept(o: KernelOutcome) -> str:
+    """For a kernel ranked over sizes: at which the figures are, and below what the order is gated off."""
+    sweep = o.sizes
+    if sweep is None or not sweep.points:
+        return ""
+    at = (f"{' = '.join(sweep.names)} = {sweep.points[-1].size}, the largest size swept" if sweep.names
+          else "the largest grid it is launched with")
+    gate = sweep.chosen.gate if sweep.chosen is not None else 0
+    return at + (f"; the kernel's own order under {gate:,} tiles" if gate else "")
 
 
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
@@ -193,7 +207,8 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
 def _suggestion_text(s: Suggestion, path: str) -> str:
     if s.identity is not None and s.swizzled is not None:
         numbers = (f"predicted L2 hits {s.identity.l2_hit_rate:.1f} % -> {s.swizzled.l2_hit_rate:.1f} %, "
-                   f"DRAM {s.identity.dram_bytes / 1e6:,.0f} MB -> {s.swizzled.dram_bytes / 1e6:,.0f} MB")
+                   f"DRAM {s.identity.dram_bytes / 1e6:,.0f} MB -> {s.swizzled.dram_bytes / 1e6:,.0f} MB"
+                   + (f" (at {s.swept})" if s.swept else ""))
     else:
         numbers = s.note
     return f"{path}:{s.line}: kernel {s.kernel}: {s.swizzle} {numbers}; apply: {s.apply}"
@@ -221,7 +236,7 @@ def _file_json(report: FileSuggestions) -> dict[str, Any]:
 
 def _suggestion_json(s: Suggestion) -> dict[str, Any]:
     def figures(p: Predicted | None) -> dict[str, float] | None:
-        return None if p is None else {"l2_hit_rate": p.l2_hit_rate, "dram_bytes": p.dram_bytes}
+        return None if p is None else {"l2_hit_rate": p.l2_hit_rate, "dram_bytes": round(p.dram_bytes)}
 
     return {"swizzle": s.swizzle, "identity": figures(s.identity), "swizzled": figures(s.swizzled),
-            "chosen_by": s.note, "apply": s.apply}
+            "chosen_by": s.note, "apply": s.apply, "swept": s.swept or None}
