@@ -518,3 +518,22 @@ def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_p
     # on stderr, where stderr is a terminal and stdout is not: the findings on that terminal would cut into it
     assert ("suggest" in err.getvalue()) == (err_terminal and not out_terminal)
     assert list(each_file(iter([1]), files[:1], "suggest")) == [1]  # one file: no bar
+
+
+def test_a_folder_is_searched_for_cuda_and_hip_sources(work):
+    tree = work / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / ".hidden").mkdir()
+    (tree / "sub" / "gemm.cu").write_bytes(GEMM)
+    (tree / "b.hip").write_bytes(HIP_GEMM)
+    (tree / "notes.txt").write_text("not a source")
+    (tree / ".hidden" / "skipped.cu").write_bytes(GEMM)
+    by_folder = invoke("suggest", "tree")
+    by_files = invoke("suggest", "tree/b.hip", "tree/sub/gemm.cu")
+    assert (by_folder.exit_code, by_folder.stdout) == (by_files.exit_code, by_files.stdout) and by_files.exit_code == 1
+    assert len(suggestion_lines(by_folder.stdout)) == 2 and "skipped" not in by_folder.stdout
+    (work / "empty").mkdir()
+    nothing = invoke("suggest", "empty")
+    assert (nothing.exit_code, nothing.stdout) == (0, "") and "no .cu, .cuh or .hip file under empty" in nothing.stderr
+    review = invoke("review", "--format", "patch", "tree")
+    assert review.exit_code == 1 and "tree/sub/gemm.cu" in review.stdout and "tree/b.hip" in review.stdout

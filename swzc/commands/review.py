@@ -23,7 +23,7 @@ from swzc.core.outputs import STDOUT, Output
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
 from swzc.pipeline.driver import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
-from swzc.pipeline.reading import build_context, input_limit
+from swzc.pipeline.reading import build_context, input_limit, source_files
 from swzc.report import emitters
 from swzc.report.emitters import FORMATS
 from swzc.report.findings import changed_lines, findings_from
@@ -96,7 +96,9 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     if diff_base is not None and output_format != "github":
         raise SwzcError("--diff-base goes with --format github")
     target = Output("-o", output) if output and output != STDOUT else None
-    files = _distinct(files)
+    files = _distinct(source_files(files))
+    if not files:
+        raise SwzcError("no .cu, .cuh or .hip file in FILES (a folder is searched for them)")
     for file in files:
         outputs.check(file, [target] if target else [])
     hw = load_hw(hw_name)

@@ -11,6 +11,7 @@ Click only: the suggestions, the exit code they add up to and both outputs are s
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -20,6 +21,7 @@ from swzc.commands.cli import (build_options, each_file, guarded, hw_option, jso
                                verbosity, verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
+from swzc.pipeline.reading import source_files
 from swzc.report import suggest as suggest_report
 from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_files
 
@@ -95,6 +97,10 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     settings = Settings(load_hw(hw_name), parse_bindings(list(bindings)), include_dirs, defines, build_path, grids, blocks,
                         max_bytes, tuple(passed), launches)
     quiet, verbose = verbosity()
+    given, files = files, source_files(files)
+    empty = [d for d in given if os.path.isdir(d) and not any(f.startswith(os.path.join(d, "")) for f in files)]
+    if empty and not quiet:
+        clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")
     reports = []
     for report in each_file(suggest_files(files, settings, jobs), files, "suggest"):
         reports.append(report)

@@ -8,7 +8,8 @@ not a click error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from swzc.core.errors import SwzcError
@@ -41,3 +42,21 @@ def input_limit(max_bytes: int) -> Iterator[None]:
         yield
     finally:
         max_input_bytes.reset(token)
+
+
+SOURCE_SUFFIXES = (".cu", ".cuh", ".hip")  # what a folder given as FILE is searched for (as the pre-commit hook selects)
+
+
+def source_files(paths: Sequence[str]) -> tuple[str, ...]:
+    """FILES as given, each folder among them replaced by the CUDA and HIP sources under it (SOURCE_SUFFIXES),
+    sorted, hidden folders and files left out and folder links not followed; a file named twice is read once."""
+    found: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            found.append(path)
+            continue
+        for folder, folders, files in os.walk(path):  # links to folders are listed, not entered
+            folders[:] = sorted(f for f in folders if not f.startswith("."))
+            found += [os.path.join(folder, f) for f in sorted(files)
+                      if f.endswith(SOURCE_SUFFIXES) and not f.startswith(".")]
+    return tuple(dict.fromkeys(found))
