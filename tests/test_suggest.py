@@ -537,3 +537,11 @@ def test_a_folder_is_searched_for_cuda_and_hip_sources(work):
     assert (nothing.exit_code, nothing.stdout) == (0, "") and "no .cu, .cuh or .hip file under empty" in nothing.stderr
     review = invoke("review", "--format", "patch", "tree")
     assert review.exit_code == 1 and "tree/sub/gemm.cu" in review.stdout and "tree/b.hip" in review.stdout
+
+
+def test_verbose_says_what_the_reasons_may_come_from(work):
+    (work / "uses.cu").write_bytes(b'#include "missing.cuh"\n' + GEMM)
+    assert 'uses.cu: note: header "missing.cuh"' in invoke("suggest", "-v", "uses.cu").stdout
+    assert "note:" not in invoke("suggest", "uses.cu").stdout
+    (doc,) = json.loads(invoke("suggest", "--json", "uses.cu").stdout)["files"]
+    assert doc["notes"] and doc["notes"][0].startswith('header "missing.cuh"')

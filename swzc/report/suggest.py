@@ -57,6 +57,7 @@ class FileSuggestions:
     suggestions: tuple[Suggestion, ...] = ()
     error: str = ""
     code: ExitCode = ExitCode.OK  # the error's code; OK when there is none
+    notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a header not found, ...)
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
             raise KeyboardInterrupt from None
         return FileSuggestions(path, error=f"{path}: internal error: {type(exc).__name__}: {exc} (please report this "
                                            "with the input file)", code=ExitCode.CHECK_FAILED)
-    return FileSuggestions(path, result.outcomes, suggestions_of(path, result.outcomes, settings))
+    return FileSuggestions(path, result.outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes)
 
 
 def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1) -> Iterator[FileSuggestions]:
@@ -189,6 +190,8 @@ def render_lines(report: FileSuggestions, verbose: bool) -> list[str]:
             lines.append(f"{shown}:{o.line}: kernel {o.name}: {o.status}: {reason}")
     if verbose and not report.outcomes and not report.error:
         lines.append(f"{shown}: no __global__ kernels")
+    if verbose:  # what the reasons above may come from: a header not found, a limit reached
+        lines += [f"{shown}: note: {clean.one_line(note)}" for note in report.notes]
     return lines
 
 
@@ -231,7 +234,7 @@ def _file_json(report: FileSuggestions) -> dict[str, Any]:
         kernels.append({"name": o.name, "line": o.line, "status": status, "reason": o.reason, "rules": list(o.rules),
                         "suggestion": None if found is None else _suggestion_json(found)})
     return {"file": report.path, "error": report.error or None, "exit_code": int(report.code) if report.error else None,
-            "kernels": kernels}
+            "kernels": kernels, "notes": list(report.notes)}
 
 
 def _suggestion_json(s: Suggestion) -> dict[str, Any]:
