@@ -49,7 +49,8 @@ SOURCE_SUFFIXES = (".cu", ".cuh", ".hip")  # what a folder given as FILE is sear
 
 def source_files(paths: Sequence[str]) -> tuple[str, ...]:
     """FILES as given, each folder among them replaced by the CUDA and HIP sources under it (SOURCE_SUFFIXES),
-    sorted, hidden folders and files left out and folder links not followed; a file named twice is read once."""
+    sorted, hidden folders and files left out and folder links not followed; a file named twice (under any
+    name) is read once."""
     found: list[str] = []
     for path in paths:
         if not os.path.isdir(path):
@@ -59,4 +60,7 @@ def source_files(paths: Sequence[str]) -> tuple[str, ...]:
             folders[:] = sorted(f for f in folders if not f.startswith("."))
             found += [os.path.join(folder, f) for f in sorted(files)
                       if f.endswith(SOURCE_SUFFIXES) and not f.startswith(".")]
-    return tuple(dict.fromkeys(found))
+    seen: dict[str, str] = {}  # each file once, under the first name it was given by
+    for path in found:
+        seen.setdefault(os.path.realpath(path), path)
+    return tuple(seen.values())
