@@ -548,3 +548,12 @@ def test_verbose_says_what_the_reasons_may_come_from(work):
     assert "note:" not in invoke("suggest", "uses.cu").stdout
     (doc,) = json.loads(invoke("suggest", "--json", "uses.cu").stdout)["files"]
     assert doc["notes"] and doc["notes"][0].startswith('header "missing.cuh"')
+
+
+def test_json_gives_a_files_syntax_errors_and_the_kernels_they_leave_unread(work):
+    doc = json.loads(invoke("suggest", "--json", "bad.cu", "gemm.cu").stdout)
+    bad, good = doc["files"]
+    assert bad["error"].startswith("bad.cu:3:5") and bad["exit_code"] == 2
+    assert bad["syntax_errors"] and bad["syntax_errors"][0]["line"] == 3
+    assert [(k["name"], k["status"], k["suggestion"]) for k in bad["kernels"]] == [("k", "refused", None)]
+    assert good["syntax_errors"] == [] and good["error"] is None

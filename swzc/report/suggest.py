@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
+from swzc.frontend.source import SyntaxIssue
 from swzc.pipeline.driver import KernelOutcome, Options, parse_launch_facts, rewrite_file
+from swzc.report.shared import syntax_json
 from swzc.pipeline.reading import build_context, input_limit
 from swzc.rewrite.patch import quoted
 from swzc.target.hw import HardwareModel
@@ -58,6 +60,8 @@ class FileSuggestions:
     error: str = ""
     code: ExitCode = ExitCode.OK  # the error's code; OK when there is none
     notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a header not found, ...)
+    syntax_errors: tuple[SyntaxIssue, ...] = ()  # what tree-sitter could not parse and the analysis worked around
+    error_details: Mapping[str, Any] = field(default_factory=dict)  # what the error carries for --json (its syntax errors)
 
 
 @dataclass(frozen=True)
@@ -150,13 +154,14 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
         if interrupt_received():
             raise KeyboardInterrupt from None
         message = exc.message if exc.message.startswith(f"{path}:") else f"{path}: {exc.message}"
-        return FileSuggestions(path, error=message, code=exc.code)
+        return FileSuggestions(path, error=message, code=exc.code, error_details=dict(exc.details))
     except Exception as exc:  # noqa: BLE001 - one FILE's failure must not hide the others' suggestions
         if interrupt_received():
             raise KeyboardInterrupt from None
         return FileSuggestions(path, error=f"{path}: internal error: {type(exc).__name__}: {exc} (please report this "
                                            "with the input file)", code=ExitCode.CHECK_FAILED)
-    return FileSuggestions(path, result.outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes)
+    return FileSuggestions(path, result.outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes,
+                           syntax_errors=result.syntax_errors)
 
 
 def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1) -> Iterator[FileSuggestions]:
@@ -233,8 +238,11 @@ def _file_json(report: FileSuggestions) -> dict[str, Any]:
         status = "suggested" if found is not None else o.status  # nothing is rewritten here
         kernels.append({"name": o.name, "line": o.line, "status": status, "reason": o.reason, "rules": list(o.rules),
                         "suggestion": None if found is None else _suggestion_json(found)})
+    if report.error:  # a file that could not be analysed: what the error knows of it (its kernels, its syntax errors)
+        kernels = [{**k, "suggestion": None} for k in report.error_details.get("kernels", [])]
+    syntax = syntax_json(report.syntax_errors) or list(report.error_details.get("syntax_errors", []))
     return {"file": report.path, "error": report.error or None, "exit_code": int(report.code) if report.error else None,
-            "kernels": kernels, "notes": list(report.notes)}
+            "kernels": kernels, "notes": list(report.notes), "syntax_errors": syntax}
 
 
 def _suggestion_json(s: Suggestion) -> dict[str, Any]:
