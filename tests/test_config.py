@@ -68,6 +68,9 @@ def test_an_unknown_key_or_a_bad_file_is_bad_input(project):
     configure(project, "hw = \n")
     result = rewrite()
     assert result.exit_code == 2 and "pyproject.toml: Invalid value (at line 2" in result.output and "Traceback" not in result.output
+    configure(project, 'hw = "h1000"\n')  # a model no one has: the file that set it is named
+    result = rewrite()
+    assert result.exit_code == 2 and "pyproject.toml: [tool.swzc] hw: unknown hardware model 'h1000' (models: " in result.output
 
 
 def test_a_project_cannot_choose_the_llm_and_the_user_s_own_file_can(project, monkeypatch):

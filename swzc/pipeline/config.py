@@ -26,6 +26,7 @@ import click
 
 from swzc.core.errors import SwzcError
 from swzc.core.inputs import read_regular
+from swzc.target import hw as hwmodels
 
 MAX_BYTES = 1 << 20
 
@@ -153,6 +154,10 @@ def _settings(path: Path, table: str, values: dict[str, Any], allowed: frozenset
                 why = "unknown"
             raise SwzcError(f"{where}{key}: {why} (keys: {', '.join(sorted(allowed))})")
         value = _value(where, key, value)
+        if name == "hw" and isinstance(value, str) and "/" not in value and not value.endswith(".toml") \
+                and value not in hwmodels.available():  # said here, with the file that set it
+            raise SwzcError(f"{where}hw: unknown hardware model {value!r} (models: {', '.join(hwmodels.available())}, "
+                            "or a model file's path)")
         if name == "compile-flag" and allowed is PROJECT_KEYS:
             for flag in value if isinstance(value, list) else [value]:
                 if not isinstance(flag, str) or not any(p.fullmatch(flag) for p in PROJECT_COMPILE_FLAGS):
