@@ -261,16 +261,22 @@ def each_file(done: Iterable[T], files: Sequence[str], what: str) -> Iterator[T]
     if not shown:
         yield from done
         return
-    from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with _progress_bar() as bar:
         task = bar.add_task(what, total=len(files))
         for file, item in zip(files, done):
             bar.update(task, advance=1, description=f"{what} {escape(clean.text(os.path.basename(file)))}")
             yield item
+
+
+def _progress_bar() -> Any:
+    """The one progress display (rich's, on stderr, gone when done): the benchmark's candidates, or FILES."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=Console(stderr=True), transient=True)
 
 
 def verbosity() -> tuple[int, bool]:
@@ -367,12 +373,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)
     if bench:
-        from rich.console import Console  # only the benchmark shows progress
         from rich.markup import escape
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        with _progress_bar() as bar:
             task = bar.add_task("benchmarking", total=None)
 
             def progress(text: str) -> None:  # "kernel: candidate (n/N)"

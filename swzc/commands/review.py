@@ -9,9 +9,8 @@ Click only: the findings and every format are swzc.report's (findings, emitters)
 from __future__ import annotations
 
 import functools
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import click
 
@@ -96,7 +95,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     if diff_base is not None and output_format != "github":
         raise SwzcError("--diff-base goes with --format github")
     target = Output("-o", output) if output and output != STDOUT else None
-    files = _distinct(source_files(files))
+    files = source_files(files)  # each file once, whatever name it is given by
     if not files:
         raise SwzcError("no .cu, .cuh or .hip file in FILES (a folder is searched for them)")
     for file in files:
@@ -158,15 +157,3 @@ def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], fact
     options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
                       bench=False)
     return rewrite_file(file, options)
-
-
-def _distinct(files: Sequence[str]) -> tuple[str, ...]:
-    """Each file once (the same file under two names would be reported twice)."""
-    seen: set[str] = set()
-    kept = []
-    for file in files:
-        real = os.path.realpath(file)
-        if real not in seen:
-            seen.add(real)
-            kept.append(file)
-    return tuple(kept)
