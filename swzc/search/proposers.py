@@ -167,7 +167,7 @@ def vet(task: KernelTask, proposed: Proposed) -> Tried:
                      f"predicted to move more bytes from DRAM than the original ({known.dram_bytes / 1e6:,.0f} MB against "
                      f"{base.dram_bytes / 1e6:,.0f} MB, at {known.l2_hit_rate:.1f} % L2 hits): no such order is chosen or measured",
                      formula, known.l2_hit_rate, note=proposed.note)
-    predicted, detail = predict(task, formula)
+    predicted, detail = _said(task, known)
     return Tried(formula.name, proposed.proposer, "predicted", detail, formula, predicted, note=proposed.note)
 
 
@@ -199,7 +199,11 @@ def _prediction(task: KernelTask, formula: Formula) -> Prediction | str:
 def predict(task: KernelTask, formula: Formula) -> tuple[float | None, str]:
     """The L2 model's hit rate for a formula, from the kernel's ranking where it has it; (None, why) when the
     model cannot rank the kernel."""
-    known = _prediction(task, formula)
+    return _said(task, _prediction(task, formula))
+
+
+def _said(task: KernelTask, known: Prediction | str) -> tuple[float | None, str]:
+    """A prediction (`_prediction`'s) as the hit rate and the line that says it beside identity's."""
     if isinstance(known, str):
         return None, known
     ranking = task.ranking
