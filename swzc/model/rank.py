@@ -261,17 +261,16 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
                           for s, order in zip(specs, maps)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
-    # an order predicted to move more bytes from DRAM than the original is never chosen, whatever its hits
-    best = next((p for p in predictions if p.dram_bytes <= base.dram_bytes), base)
+    best = next((p for p in predictions if pays(p, base)), None)  # the best by hits of those that pay
     partial = f" (writes not modelled: {_listed(fp.unknown)})" if fp.unknown else ""
-    if best is not predictions[0] and predictions[0].l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and (
-            best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS):
-        top = predictions[0]
+    top = predictions[0]
+    if best is None and top.l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS:  # it gains, but moves more bytes
         reason = (f"no candidate that moves no more bytes from DRAM than identity ({_mb(base)}) raises the predicted L2 hit "
                   f"rate by {MARGIN_POINTS:g} points: {top.candidate} would reach {top.l2_hit_rate:.1f} % against "
                   f"{base.l2_hit_rate:.1f} %, but with {_mb(top)} from DRAM{partial}")
         return Ranking(fp, tuple(predictions), None, reason)
-    if best.candidate == "identity" or best.l2_hit_rate < base.l2_hit_rate + MARGIN_POINTS:
+    if best is None:
+        best = next(p for p in predictions if p.dram_bytes <= base.dram_bytes)  # identity at worst
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
         blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
@@ -293,6 +292,12 @@ def block_orders(asks: Sequence[tuple[Sequence[SwizzleSpec], str, Shape]]) -> Or
     asks for all its sizes at once)."""
     maps = dispatch_maps_at([([(s, adapter) for s in specs], shape) for specs, adapter, shape in asks], MAX_MODEL_BLOCKS)
     return {(s, adapter, shape): m for (specs, adapter, shape), found in zip(asks, maps) for s, m in zip(specs, found)}
+
+
+def pays(p: Prediction, base: Prediction) -> bool:
+    """Whether an order pays where `base` is the original's prediction (at the same size): it raises the predicted
+    L2 hit rate by MARGIN_POINTS and moves no more bytes from DRAM, whatever its hits."""
+    return p.l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and p.dram_bytes <= base.dram_bytes
 
 
 def _listed(unknown: Sequence[UnknownAccess], most: int = 3) -> str:

@@ -31,7 +31,7 @@ from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
-from swzc.model.rank import (MARGIN_POINTS, NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, rank, resident_at,
+from swzc.model.rank import (NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, pays, rank, resident_at,
                              size_bindings, survey)
 from swzc.model.residency import Residency, residency
 from swzc.formulas.swizzles import SwizzleSpec
@@ -268,11 +268,6 @@ def data_bytes(fp: Footprint) -> int:
         span = reach + (int(a.sectors[-1]) - int(a.sectors[0]) + 1) * 32
         widest[a.array] = max(widest.get(a.array, 0), span)
     return sum(widest.values())
-
-
-def pays(p: Prediction, base: Prediction) -> bool:
-    """Whether an order pays where `base` is the original's prediction at the same size."""
-    return p.l2_hit_rate >= base.l2_hit_rate + MARGIN_POINTS and p.dram_bytes <= base.dram_bytes
 
 
 def crossovers(points: Sequence[SizePoint]) -> dict[str, int | None]:
