@@ -21,6 +21,7 @@ compile (`compiler=True`), else from the launch bounds or a stated default (swzc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ from swzc.analysis.kernels import kernel_function
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
 from swzc.frontend.evaluate import Value
+from swzc.model.floor import Floor, compulsory
 from swzc.model.footprint import Footprint, UnknownAccess, footprint
 from swzc.target.hw import HardwareModel
 from swzc.model.l2model import L2Model, Prediction
@@ -66,6 +68,11 @@ class Ranking:
     @property
     def identity(self) -> Prediction:
         return next(p for p in self.predictions if p.candidate == "identity")
+
+    @functools.cached_property
+    def floor(self) -> Floor:
+        """The DRAM traffic no order goes below (swzc.model.floor), over the grid ranked."""
+        return compulsory(self.footprint)
 
     def prediction(self, candidate: str) -> Prediction | None:
         return next((p for p in self.predictions if p.candidate == candidate), None)

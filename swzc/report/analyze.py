@@ -8,7 +8,6 @@ text and the JSON cannot disagree.  Nothing is rewritten: `analyzed` asks the pa
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from swzc.model.rank import Ranking
 from swzc.model.residency import Residency
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
-from swzc.model.floor import Floor, compulsory
+from swzc.model.floor import Floor
 from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.target.hw import HardwareModel
 
@@ -71,10 +70,10 @@ class AnalyzedKernel:
             return ()
         return tuple((p.candidate, p.l2_hit_rate, p.dram_bytes) for p in self.ranking.predictions)
 
-    @functools.cached_property
+    @property
     def floor(self) -> Floor | None:
         """The DRAM traffic no order goes below (swzc.model.floor), where the model ranked the kernel."""
-        return compulsory(self.ranking.footprint) if isinstance(self.ranking, Ranking) else None
+        return self.ranking.floor if isinstance(self.ranking, Ranking) else None
 
     @property
     def unranked_because(self) -> str:

@@ -38,7 +38,7 @@ from swzc.verify.bench import KernelBench, size_table
 from swzc.core.errors import SwzcError
 from swzc.frontend.evaluate import Value
 from swzc.target.hw import HardwareModel
-from swzc.model.floor import Floor, compulsory
+from swzc.model.floor import Floor
 from swzc.model.l2model import Prediction, default_resident
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
@@ -567,7 +567,7 @@ class KernelPicture:
     @property
     def floor(self) -> Floor | None:
         """The DRAM floor of the kernel the model ranked (swzc.model.floor)."""
-        return compulsory(self.ranking.footprint) if self.ranking is not None else None
+        return self.ranking.floor if self.ranking is not None else None
 
 
 def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], name: str | None, forced: bool) -> int:
