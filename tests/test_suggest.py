@@ -538,6 +538,16 @@ def test_a_folder_is_searched_for_cuda_and_hip_sources(work):
     (work / "empty").mkdir()
     nothing = invoke("suggest", "empty")
     assert (nothing.exit_code, nothing.stdout) == (0, "") and "no .cu, .cuh or .hip file under empty" in nothing.stderr
+    # a link inside the folder is not followed: it may point at a file of the user's, whose text a message quotes
+    secret = work / "secret.txt"
+    secret.write_text("__global__ void k() { token = hunter2 }\n")
+    (tree / "leak.cu").symlink_to(secret)
+    outside = work / "outside"
+    outside.mkdir()
+    (outside / "other.cu").write_text("__global__ void k() { token = hunter2 }\n")
+    (tree / "linked").symlink_to(outside, target_is_directory=True)
+    leaked = invoke("suggest", "-v", "--json", "tree")
+    assert "hunter2" not in leaked.output and "leak.cu" not in leaked.output
     review = invoke("review", "--format", "patch", "tree")
     assert review.exit_code == 1 and "tree/sub/gemm.cu" in review.stdout and "tree/b.hip" in review.stdout
 

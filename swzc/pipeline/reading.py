@@ -49,8 +49,9 @@ SOURCE_SUFFIXES = (".cu", ".cuh", ".hip")  # what a folder given as FILE is sear
 
 def source_files(paths: Sequence[str]) -> tuple[str, ...]:
     """FILES as given, each folder among them replaced by the CUDA and HIP sources under it (SOURCE_SUFFIXES),
-    sorted, hidden folders and files left out and folder links not followed; a file named twice (under any
-    name) is read once."""
+    sorted, hidden folders and files left out and links not followed (a link in a stranger's folder may point at
+    a file of the user's, whose text an error message would quote); a file named twice (under any name) is read
+    once."""
     found: list[str] = []
     for path in paths:
         if not os.path.isdir(path):
@@ -58,8 +59,8 @@ def source_files(paths: Sequence[str]) -> tuple[str, ...]:
             continue
         for folder, folders, files in os.walk(path):  # links to folders are listed, not entered
             folders[:] = sorted(f for f in folders if not f.startswith("."))
-            found += [os.path.join(folder, f) for f in sorted(files)
-                      if f.endswith(SOURCE_SUFFIXES) and not f.startswith(".")]
+            found += [os.path.join(folder, f) for f in sorted(files)  # a link is not what the folder holds
+                      if f.endswith(SOURCE_SUFFIXES) and not f.startswith(".") and not os.path.islink(os.path.join(folder, f))]
     seen: dict[str, str] = {}  # each file once, under the first name it was given by
     for path in found:
         seen.setdefault(os.path.realpath(path), path)
