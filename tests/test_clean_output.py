@@ -352,6 +352,10 @@ AROUND = {
     "swzc/verify/bench.py": "report_json: read back and written through clean.dumps by the reports and --json",
     "swzc/search/llm/client.py": "the transcript: ASCII JSON that --llm-replay reads back exactly",
     "swzc/target/probe/__init__.py": "the model file's strings: JSON's escapes, then clean.text's",
+    "swzc/fleet/job.py": "a job's result, to the run that started it: data it reads back, shown only through swzc.report.tune",
+    "swzc/fleet/local.py": "a job, to the worker it starts: data the worker reads back",
+    "swzc/fleet/jobs.py": "a key's text: hashed, never shown",
+    "swzc/fleet/store.py": "the store's rows: data read back, shown only through swzc.report.tune",
 }
 
 

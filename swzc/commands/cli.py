@@ -103,7 +103,8 @@ def guarded(func: F) -> F:
 
 # Commands kept in modules of their own, loaded when named (or listed): `show` brings matplotlib, and a
 # hook's `suggest` should not pay for what it does not use.
-LAZY_COMMANDS = {"suggest": "swzc.commands.suggest", "review": "swzc.commands.review", "show": "swzc.commands.show"}
+LAZY_COMMANDS = {"suggest": "swzc.commands.suggest", "review": "swzc.commands.review", "show": "swzc.commands.show",
+                 "tune": "swzc.commands.tune"}
 
 
 class Commands(click.Group):
@@ -359,7 +360,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
                 re.compile(pattern)
             except re.error as exc:
                 raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
-        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex, _bench_sizes(bench_cmd, bench_sizes))
+        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex, parse_bench_sizes(bench_cmd, bench_sizes))
         bench = True if bench is None else bench
     elif build_cmd or bench_sizes:
         raise SwzcError(f"{'--build-cmd' if build_cmd else '--bench-sizes'} goes with --bench-cmd")
@@ -538,7 +539,7 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
         clean.echo(model, nl=False)
 
 
-def _bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
+def parse_bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
     """--bench-sizes S1,S2,...: each a positive integer, at most 16, given exactly when the command holds {size}."""
     if text is None:
         if "{size}" in bench_cmd:

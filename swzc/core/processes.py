@@ -12,6 +12,7 @@ import re
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,64 @@ def run_all(commands: Sequence[Sequence[str] | str], timeout: float, cwd: Path |
         for process in started:
             _reap(process)
         raise
+
+
+class Started:
+    """A child started now and waited for later, for work that runs side by side (one job per GPU): its own
+    process group, `input` on its stdin, its output in two files of `folder` (a private folder of the caller's).
+    `poll` tells when it has ended, killing it at `timeout` seconds; `stop` ends it and everything it started:
+    SIGTERM first, so that it can end its own children, then SIGKILL."""
+
+    def __init__(self, command: Sequence[str], input: bytes, folder: Path, timeout: float,
+                 env: Mapping[str, str] | None = None) -> None:
+        """Started in `folder`, which is also its working folder."""
+        check_arguments(command)
+        self.command = shlex.join(command)
+        self.timeout = timeout
+        self._out, self._err = Path(folder) / "stdout", Path(folder) / "stderr"
+        self._start = time.monotonic()
+        with open(self._out, "wb") as out, open(self._err, "wb") as err:
+            self._process = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=out, stderr=err,
+                                             env=dict(env) if env is not None else None, cwd=folder, start_new_session=True)
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.write(input)
+            self._process.stdin.close()
+        except BrokenPipeError:  # it ended before reading: its status says why
+            pass
+        except BaseException:
+            self.stop()
+            raise
+
+    def poll(self) -> Finished | None:
+        """None while it runs; how it ended once it has (killed, and reported as timed out, past `timeout`)."""
+        code = self._process.poll()
+        if code is None and time.monotonic() - self._start > self.timeout:
+            self.stop()
+            return Finished(self.command, None, *self._output(), self.timeout)
+        if code is None:
+            return None
+        return Finished(self.command, code, *self._output(), self.timeout)
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self._process.poll() is None:
+            try:
+                os.killpg(self._process.pid, signal.SIGTERM)
+                self._process.wait(timeout=grace)
+            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                pass
+        _kill(self._process)
+        _reap(self._process)
+
+    def _output(self) -> tuple[str, str]:
+        kept = []
+        for path in (self._out, self._err):
+            with open(path, "rb") as file:
+                kept.append(file.read(OUTPUT_BYTES).decode("utf-8", "replace"))
+        return kept[0], kept[1]
+
+
+OUTPUT_BYTES = 16 << 20  # the most of a started child's output read back
 
 
 def _kill(process: subprocess.Popen) -> None:

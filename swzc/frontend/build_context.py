@@ -62,24 +62,41 @@ def find_compile_commands(path: str, where: str | None = None) -> Path | None:
     return None
 
 
-def context_from_database(database: Path, path: str) -> tuple[CompileContext, list[str]]:
-    """The include folders and defines the database gives for `path` (never run), and notes."""
+def _entries(database: Path) -> tuple[list[dict], str]:
+    """The database's entries that name a file, or why it is not read."""
     data = read_regular_file(str(database), MAX_COMPILE_COMMANDS_BYTES)
     if isinstance(data, str):
-        return CompileContext(), [f"{database}: not read: {data}"]
+        return [], f"{database}: not read: {data}"
     try:
         entries = json.loads(data.decode("utf-8", "replace"))
     except (ValueError, RecursionError) as exc:
-        return CompileContext(), [f"{database}: not valid JSON ({exc}); ignored"]
+        return [], f"{database}: not valid JSON ({exc}); ignored"
     if not isinstance(entries, list):
-        return CompileContext(), [f"{database}: not a list of entries; ignored"]
+        return [], f"{database}: not a list of entries; ignored"
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("file"), str)], ""
+
+
+def _entry_path(database: Path, entry: dict) -> str:
+    directory = entry.get("directory") if isinstance(entry.get("directory"), str) else str(database.parent)
+    return os.path.join(directory, entry["file"])
+
+
+def database_files(database: str) -> tuple[list[str], list[str]]:
+    """The files a compilation database compiles, in its order (each once), and notes."""
+    entries, note = _entries(Path(database))
+    return list(dict.fromkeys(_entry_path(Path(database), e) for e in entries)), [note] if note else []
+
+
+def context_from_database(database: Path, path: str) -> tuple[CompileContext, list[str]]:
+    """The include folders and defines the database gives for `path` (never run), and notes."""
+    entries, note = _entries(database)
+    if note:
+        return CompileContext(), [note]
     target = os.path.realpath(path)
     for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        if os.path.realpath(_entry_path(database, entry)) != target:
             continue
         directory = entry.get("directory") if isinstance(entry.get("directory"), str) else str(database.parent)
-        if os.path.realpath(os.path.join(directory, entry["file"])) != target:
-            continue
         args = entry.get("arguments")
         if not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
             try:

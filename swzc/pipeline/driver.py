@@ -6,6 +6,7 @@ are raised as SwzcError with an exit code.  Nothing here prints or writes the us
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -232,9 +233,13 @@ def load_hw(name: str) -> HardwareModel:
 
 def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, context: CompileContext | None = None,
                  facts: Mapping[str, tuple[LaunchFact, ...]] | None = None,
-                 facts_elsewhere: bool = False) -> tuple[FileContext, FileAnalysis]:
-    """The file read, in its build's context, and its kernels analysed; the context goes on to every later stage."""
+                 facts_elsewhere: bool = False, digest: str | None = None) -> tuple[FileContext, FileAnalysis]:
+    """The file read, in its build's context, and its kernels analysed; the context goes on to every later stage.
+    With `digest`, the bytes read must be those whose SHA-256 it is (a job planned on them)."""
     ctx = FileContext(source.load(path), context or CompileContext())
+    if digest is not None and hashlib.sha256(ctx.src.data).hexdigest() != digest:
+        raise SwzcError(f"{path} is not the file the run was planned on: it changed since, or this machine has another "
+                        "file at that path", ExitCode.BAD_INPUT)
     if ctx.src.errors:  # read it again as the compiler would: decided #if branches, statement macros
         ctx = ctx.reparsed(refine(ctx.src, context, ctx.prepared(bindings)[0]))
     src = ctx.src

@@ -596,26 +596,75 @@ def gpu_present() -> bool:
 
 
 def gpu_name() -> str:
+    """The model of the first GPU this process may use ("" without one)."""
+    found = gpus()
+    return found[0].name if found else ""
+
+
+ANY_CARD = "any"  # no card model asked for or known: any GPU will do
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU this process may use: `ident` selects it alone in `variable` (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)."""
+
+    ident: str
+    name: str
+    variable: str
+
+
+def gpus() -> list[Gpu]:
+    """The GPUs this process may use, in order: those nvidia-smi (or rocminfo) lists, narrowed to the ones
+    CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES) names where it is set, as the runtime does;
+    none without a GPU or with SWZC_NO_GPU."""
     vendor = gpu_vendor()
     if vendor == "nvidia":
-        run = _quiet(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
-        return run.stdout.strip().splitlines()[0] if run is not None and run.returncode == 0 and run.stdout.strip() else ""
+        run = _quiet(["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"])
+        listed = [tuple(part.strip() for part in line.split(",", 2)) for line in (run.stdout if run is not None and run.ok else "").splitlines()]
+        found = [(index, uuid, name) for index, uuid, name in (row for row in listed if len(row) == 3)]
+        return [Gpu(ident, name, "CUDA_VISIBLE_DEVICES") for ident, name in _visible(found, "CUDA_VISIBLE_DEVICES")]
     if vendor == "amd":
         run = _quiet(["rocminfo"])
-        return amd_gpu_name(run.stdout) if run is not None else ""
-    return ""
+        names = amd_gpu_names(run.stdout) if run is not None else []
+        found = [(str(i), "", name) for i, name in enumerate(names)]
+        variable = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in os.environ else "ROCR_VISIBLE_DEVICES"
+        return [Gpu(ident, name, "HIP_VISIBLE_DEVICES") for ident, name in _visible(found, variable)]
+    return []
+
+
+def _visible(found: list[tuple[str, str, str]], variable: str) -> list[tuple[str, str]]:
+    """(UUID, else index, to select it by; model) of each listed GPU that `variable` leaves visible, in its order;
+    an entry it names that is not listed ends the list there, as the CUDA runtime reads it."""
+    given = os.environ.get(variable)
+    if given is None:
+        return [(uuid or index, name) for index, uuid, name in found]
+    visible = []
+    for item in (part.strip() for part in given.split(",")):
+        match = next(((index, uuid, name) for index, uuid, name in found
+                      if item == index or (len(item) > 4 and item.startswith(("GPU-", "MIG-")) and uuid.startswith(item))), None)
+        if match is None:
+            break
+        visible.append((match[1] or match[0], match[2]))
+    return visible
 
 
 def amd_gpu_name(rocminfo: str) -> str:
     """The marketing name of the first GPU agent in rocminfo's listing ("" if it lists none)."""
+    names = amd_gpu_names(rocminfo)
+    return names[0] if names else ""
+
+
+def amd_gpu_names(rocminfo: str) -> list[str]:
+    """The marketing name of each GPU agent in rocminfo's listing, in order."""
+    names = []
     for agent in re.split(r"\n\*+\s*\nAgent \d+", rocminfo)[1:]:
         fields: dict[str, str] = {}
         for key, _, value in (line.partition(":") for line in agent.splitlines()):
             if value.strip():
                 fields.setdefault(key.strip(), value.strip())  # the agent's own, not a nested ISA's or pool's
         if fields.get("Device Type") == "GPU":
-            return fields.get("Marketing Name") or fields.get("Name", "")
-    return ""
+            names.append(fields.get("Marketing Name") or fields.get("Name", ""))
+    return names
 
 
 def _quiet(cmd: list[str]) -> processes.Finished | None:
