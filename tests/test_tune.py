@@ -98,6 +98,19 @@ def test_each_kernel_is_a_job_on_one_worker_and_a_rerun_measures_nothing(tmp_pat
     assert again.stdout.count(": serpentine:") + again.stdout.count(": grouped:") + again.stdout.count(": hilbert:") == 3
 
 
+def test_paths_are_read_from_the_folder_tune_was_started_in(tmp_path, logged, monkeypatch):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    (tmp_path / "spec.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, _args(Path("proj"), Path("tune.sqlite"), "--launch-spec", "spec.toml", "-I", "inc"))
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(tmp_path / "tune.sqlite") as con:
+        (file, settings), = con.execute("SELECT file, settings FROM results").fetchall()
+    settings = json.loads(settings)
+    assert file == str(folder / "a.cu") and settings["launch_spec"] == str(tmp_path / "spec.toml")
+    assert settings["include_dirs"] == [str(tmp_path / "inc")]
+
+
 def test_a_changed_file_is_tuned_again_and_the_report_reads_the_store(tmp_path, logged):
     folder = _project(tmp_path / "proj", {"a.cu": ["ka"], "b.cu": ["kc"]})
     db = tmp_path / "tune.sqlite"

@@ -8,6 +8,7 @@ JSON swzc.report.tune's, the review formats swzc.report.emitters'.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import click
@@ -133,8 +134,10 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     load_hw(hw_name)  # an unknown --hw, a bad --set, --grid or --block: exit 2 before any work
     parse_bindings(list(bindings))
     parse_launch_facts(grids, blocks)
-    settings = Settings(hw_name, bindings, include_dirs, defines, build_path, grids, blocks, not no_compile, compile_flags,
-                        max_iterations, rounds, launch_spec, bench_cmd, build_cmd, bench_runs,
+    # paths as this folder reads them: the workers run elsewhere (a private folder, another machine)
+    settings = Settings(hw_name, bindings, tuple(os.path.abspath(d) for d in include_dirs), defines,
+                        os.path.abspath(build_path) if build_path else None, grids, blocks, not no_compile, compile_flags,
+                        max_iterations, rounds, os.path.abspath(launch_spec) if launch_spec else None, bench_cmd, build_cmd, bench_runs,
                         parse_bench_sizes(bench_cmd, bench_sizes) if bench_cmd else (), time_regex, check_regex, max_bytes)
     target = Output("-o", output) if output and output != STDOUT else None
     quiet, verbose = verbosity()
