@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The choices of `swzc tune` (OUT/tune.json) beside those of the per-file loop (OUT/loop/*.json), kernel by
+"""The choices of `swzc tune` (OUT/tune.json) beside those of the per-file loop (OUT/loop.json), kernel by
 kernel, as bench/fleet/tune_vs_loop.sh left them: prints a Markdown table and writes OUT/compare.json.
 
     python3 bench/fleet/compare.py [OUT]        (default: $OUT, else ./fleet_out)
@@ -18,13 +18,9 @@ def main() -> int:
     tune = json.loads((out / "tune.json").read_text())
     tuned = {(Path(j["file"]).name, j["kernel"]): j for j in tune["jobs"]}
     looped: dict[tuple[str, str], dict] = {}
-    for path in sorted((out / "loop").glob("*.json")):
-        try:
-            doc = json.loads(path.read_text())
-        except ValueError:
-            continue
+    for doc in json.loads((out / "loop.json").read_text()):
         for kernel in doc.get("kernels", []):
-            looped[(Path(doc.get("file", path.stem + ".cu")).name, kernel["name"])] = kernel
+            looped[(Path(doc["file"]).name, kernel["name"])] = kernel
     rows = []
     for key in sorted(set(tuned) | set(looped)):
         t, loop = tuned.get(key, {}), looped.get(key, {})

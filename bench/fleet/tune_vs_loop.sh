@@ -4,7 +4,7 @@
 # Runs ON THE GPU MACHINE, from the repository root, with swzc installed (its wheel and dependencies):
 #   OUT=/some/dir HW=h100 bash bench/fleet/tune_vs_loop.sh tune    # tune, killed at KILL_AFTER s, then run again
 #   OUT=/some/dir HW=h100 bash bench/fleet/tune_vs_loop.sh loop    # the per-file loop over the same files
-#   OUT=/some/dir python3 bench/fleet/compare.py                   # the choices side by side (here or there)
+#   python3 bench/fleet/compare.py OUT                            # the choices side by side (OUT/tune.json, OUT/loop.json)
 # Environment: OUT (results, default ./fleet_out), HW (swzc's hardware model, default h200), KILL_AFTER (seconds
 # before the first tune run is killed with SIGKILL, default 120), FILES (default: every file of the suite).
 set -uo pipefail
@@ -37,13 +37,24 @@ PY
   tail -n 1 "$OUT/tune_second.err"
   ;;
 loop)
-  mkdir -p "$OUT/loop"
+  work=$(mktemp -d)
   for f in "${FILES[@]}"; do
     name=$(basename "$f" .cu)
     start=$(date +%s.%N)
-    swzc rewrite "$f" --bench --hw "$HW" --launch-spec "$SPEC" --json -o "$OUT/loop/$name.cu" >"$OUT/loop/$name.json" 2>"$OUT/loop/$name.err"
-    echo "$name exit $? $(python3 -c "import time; print(round(time.time() - $start, 1))") s" | tee -a "$OUT/loop/status.txt"
+    swzc rewrite "$f" --bench --hw "$HW" --launch-spec "$SPEC" --json -o "$work/$name.cu" >"$work/$name.json" 2>"$work/$name.err"
+    echo "$name exit $? $(python3 -c "import time; print(round(time.time() - $start, 1))") s" | tee -a "$OUT/loop_status.txt"
   done
+  python3 - "$work" >"$OUT/loop.json" <<'PY'
+import json, pathlib, sys
+docs = []
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    try:
+        docs.append(json.loads(path.read_text()))
+    except ValueError:
+        docs.append({"file": path.stem + ".cu", "error": (path.with_suffix(".err")).read_text()[-2000:]})
+print(json.dumps(docs, indent=1))
+PY
+  rm -rf "$work"
   ;;
 *)
   echo "usage: bash bench/fleet/tune_vs_loop.sh tune|loop" >&2
