@@ -187,33 +187,55 @@ def _stored(db: Path) -> int:
 
 
 def test_killed_halfway_a_rerun_finishes_without_measuring_what_was_stored(tmp_path, logged):
-    folder = _project(tmp_path / "proj", {"a.cu": ["ka", "kb"], "b.cu": ["kc", "kd"]})
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka", "kb"], "b.cu": ["kc"]})
+    slow = tmp_path / "slow"  # while it exists, kc's job is slow: over a minute
+    slow.touch()
+    (folder / "stand_in.py").write_text(STAND_IN.replace("time.sleep(", f"time.sleep(5 if 'void kc' in src and os.path.exists({str(slow)!r}) else 0*"))
     db = tmp_path / "tune.sqlite"
-    env = {**os.environ, "STAND_IN_SLEEP": "0.2"}
-    run = _swzc(*_args(folder, db, "--gpus", "0"), env=env, cwd=tmp_path)
-    _wait_for(lambda: _stored(db) >= 1, 120, "a first stored result")
-    run.send_signal(signal.SIGKILL)  # no clean-up at all: its worker must notice and stop
+    run = _swzc(*_args(folder, db, "--gpus", "0"), cwd=tmp_path)
+    _wait_for(lambda: _stored(db) == 2, 120, "ka and kb stored")
+    _wait_for(lambda: _workers(), 30, "kc's worker started")
+    time.sleep(1.0)
+    run.send_signal(signal.SIGKILL)  # no clean-up at all: its worker must notice and stop, with what it started
     run.wait()
-    kept = {r[1] for r in _rows(db)}
-    assert 1 <= len(kept) < 4
-    _wait_for(lambda: not [p for p in os.listdir("/proc") if p.isdigit() and _is_worker(p, db)], 30, "the orphaned worker to end")
+    killed = time.monotonic()
+    _wait_for(lambda: not _workers(), 30, "the orphaned worker to end")
+    assert time.monotonic() - killed < 10  # not the minute its job would have taken
+    assert [r[1] for r in _rows(db)] == ["ka", "kb"]
+    slow.unlink()
     before = len(_runs(logged))
-    rerun = _swzc(*_args(folder, db, "--gpus", "0"), env=env, cwd=tmp_path)
+    rerun = _swzc(*_args(folder, db, "--gpus", "0"), cwd=tmp_path)
     out, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, err
-    assert f"{len(kept)} already stored (not measured again), {4 - len(kept)} measured now" in err
-    assert not {k for k, _ in _runs(logged)[before:]} & kept  # the stored kernels were not measured again
+    assert "2 already stored (not measured again), 1 measured now" in err
+    assert {k for k, _ in _runs(logged)[before:]} == {"kc", "-"}  # the stored kernels were not measured again
     rows = _rows(db)
-    assert sorted(r[1] for r in rows) == ["ka", "kb", "kc", "kd"] and len({r[0] for r in rows}) == 4
+    assert [r[1] for r in rows] == ["ka", "kb", "kc"] and len({r[0] for r in rows}) == 3
 
 
-def _is_worker(pid: str, db: Path) -> bool:
+def _workers() -> list[str]:
+    """The pids of this test's job workers (their environment names its log)."""
+    return [p for p in os.listdir("/proc") if p.isdigit() and _is_worker(p)]
+
+
+def _is_worker(pid: str) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
     return b"swzc.fleet.job" in cmdline and os.environ["STAND_IN_LOG"].encode() in environ
+
+
+def test_a_key_is_stored_once_and_replaced_only_when_asked(tmp_path):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    job = planning.plan([str(folder)], Settings(), []).jobs[0]
+    with store.opened(str(tmp_path / "s.sqlite")) as kept:
+        assert kept.put(job, {"key": job.key, "status": "rewritten", "chosen": "grouped:8"}, 1)
+        assert not kept.put(job, {"key": job.key, "status": "declined", "chosen": None}, 2)  # a late second result
+        assert kept.stored([job.key])[job.key]["chosen"] == "grouped:8"
+        assert kept.put(job, {"key": job.key, "status": "declined", "chosen": None}, 1, replace=True)  # --retune
+        assert [r["status"] for r in kept.rows()] == ["declined"]
 
 
 def test_the_store_refuses_what_is_not_a_store(tmp_path):
@@ -230,8 +252,13 @@ def test_the_store_refuses_what_is_not_a_store(tmp_path):
         pass
     with sqlite3.connect(doctored) as con:
         con.execute("CREATE TRIGGER t AFTER INSERT ON results BEGIN DELETE FROM results; END")
+    reshaped = tmp_path / "reshaped.sqlite"  # marked as a store, with a table of another shape
+    with sqlite3.connect(reshaped) as con:
+        con.execute("CREATE TABLE results (key TEXT PRIMARY KEY, result TEXT)")
+        con.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
+        con.execute(f"PRAGMA user_version = {store.LAYOUT}")
     for path, said in ((not_db, "not a swzc tune store"), (link, "not a regular file"), (foreign, "not a swzc tune store"),
-                       (doctored, "another layout"), (tmp_path, "not a regular file")):
+                       (doctored, "another layout"), (reshaped, "another layout"), (tmp_path, "not a regular file")):
         result = CliRunner().invoke(main, ["tune", str(folder), "--store", str(path), "--report"])
         assert result.exit_code == 2 and said in result.stderr, (path, result.output)
     assert not (tmp_path / "target.sqlite").exists()  # a link is not followed to create its target
