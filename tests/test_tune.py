@@ -332,7 +332,7 @@ def test_without_a_gpu_or_a_command_nothing_is_measured(tmp_path, monkeypatch):
 
 
 def test_a_ray_cluster_that_loses_a_node_finishes_every_job_once(tmp_path, logged):
-    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
     folder = _project(tmp_path / "proj", {"a.cu": ["ka", "kb"], "b.cu": ["kc", "kd"]})
