@@ -257,8 +257,11 @@ def test_the_store_refuses_what_is_not_a_store(tmp_path):
         con.execute("CREATE TABLE results (key TEXT PRIMARY KEY, result TEXT)")
         con.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
         con.execute(f"PRAGMA user_version = {store.LAYOUT}")
-    for path, said in ((not_db, "not a swzc tune store"), (link, "not a regular file"), (foreign, "not a swzc tune store"),
-                       (doctored, "another layout"), (reshaped, "another layout"), (tmp_path, "not a regular file")):
+    linked = tmp_path / "linked.sqlite"  # a link to a store
+    linked.symlink_to(doctored)
+    for path, said in ((not_db, "not a swzc tune store"), (link, "symbolic link"), (foreign, "not a swzc tune store"),
+                       (doctored, "another layout"), (reshaped, "another layout"), (tmp_path, "writes only regular files"),
+                       (linked, "not a regular file"), (folder / "a.cu", "is the input file")):
         result = CliRunner().invoke(main, ["tune", str(folder), "--store", str(path), "--report"])
         assert result.exit_code == 2 and said in result.stderr, (path, result.output)
     assert not (tmp_path / "target.sqlite").exists()  # a link is not followed to create its target

@@ -142,24 +142,23 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     target = Output("-o", output) if output and output != STDOUT else None
     quiet, verbose = verbosity()
     where = store_path or store.default_path()
+    plan = planning.plan(paths, settings, [], plan_jobs)  # on any card: the card models are set below
+    if not plan.files:
+        raise SwzcError("no .cu, .cuh or .hip file in PATHS (a folder is searched for them)")
+    for file in plan.files:  # neither the store nor the review is ever one of the files read
+        outputs.check(file, [Output("--store", where), *([target] if target is not None else [])])
     ray = None
     workers: list[local.Worker] = []
-    if report_only:
-        card_models: list[str] = []  # the store's, found below
-    elif ray_address:
+    if ray_address:
         from swzc.fleet import cluster
 
         ray = cluster.connect(ray_address)
         card_models = [c.strip() for c in cards.split(",") if c.strip()] if cards else cluster.cards(ray)
-    else:
+        plan = plan.on(card_models) if card_models else plan
+    elif not report_only:
         workers = _local_workers(gpus, bench_cmd)
         card_models = sorted({w.card for w in workers} - {ANY_CARD})
-    plan = planning.plan(paths, settings, card_models, plan_jobs)
-    if not plan.files:
-        raise SwzcError("no .cu, .cuh or .hip file in PATHS (a folder is searched for them)")
-    if target is not None:
-        for file in plan.files:
-            outputs.check(file, [target])
+        plan = plan.on(card_models) if card_models else plan
     for file, message, _ in plan.failed:
         clean.echo(f"swzc: error: {message}", err=True, kind="error")
     code = max((ExitCode(c) for _, _, c in plan.failed), default=ExitCode.OK)
