@@ -62,7 +62,10 @@ def measured(monkeypatch):
             self.attempts = []
             if self.kernel.name in failing:
                 raise SwzcError("no launch spec for it")
-            asked[self.kernel.name] = {"candidates": [], "rounds": rounds, "text": None}
+            asked[self.kernel.name] = {"candidates": [], "rounds": rounds, "text": None, "prebuilt": []}
+
+        def prebuild(self, formulas):
+            asked[self.kernel.name]["prebuilt"] += [f.name for f in formulas]
 
         def measure(self, formula, predicted, position=""):
             mine = asked[self.kernel.name]
@@ -119,6 +122,7 @@ def test_each_kernel_gets_at_most_max_iterations_tries(measured):
     run({"max_iterations": 3})
     assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY[:3]
     assert [c for c, _ in asked["open_grid"]["candidates"]] == FAMILY[:3]
+    assert asked["gemm"]["prebuilt"] == ABOVE_IDENTITY[:3]  # built at once, before the first is measured
 
 
 def test_the_library_defaults_try_four_candidates_and_time_thirty_rounds(measured):

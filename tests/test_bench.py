@@ -419,6 +419,62 @@ def _loop_with(monkeypatch, tmp_path, script, candidates=(("grouped:8", 90.0),),
     return result, folders
 
 
+def _prebuilt_loop(monkeypatch, failing=()):
+    """A Bencher on the README example whose compiles are recorded batch by batch (`failing`: the tags whose
+    build fails); its harness is a script that passes the check and times every library alike."""
+    from swzc.verify import bench
+
+    batches = []
+    timings = '{"a": [10.0, 10.0, 10.0], "b": [10.0, 10.0, 10.0], "a2": [10.0, 10.0, 10.0]}'
+    script = f'if [ "$3" = check ]; then echo \'{{"correct": true}}\'; else echo \'{timings}\'; fi\n'
+
+    class FakeBuilder:
+        def __init__(self, name, kernel, arch, include_dir, folder, *args, **kw):
+            self.folder = Path(folder)
+
+        def variant(self, tag, data):
+            return [tag], self.folder / f"{tag}.so"
+
+        def harness(self, tag, plan, flush):
+            return ["harness"], _fake_harness(self.folder, script).harness
+
+        def compile_each(self, jobs):
+            batches.append([command[0] for command, _ in jobs])
+            return [SwzcError(f"{command[0]} did not build") if command[0] in failing else out for command, out in jobs]
+
+        def compile(self, jobs):
+            for got in self.compile_each(jobs):
+                if isinstance(got, SwzcError):
+                    raise got
+            return [out for _, out in jobs]
+
+    monkeypatch.setattr(bench, "Builder", FakeBuilder)
+    monkeypatch.setattr(bench, "profile", lambda built, variant: (None, None))
+    src = load(str(ROOT / "examples" / "naive_gemm.cu"))
+    return bench.Bencher(FileContext(src), analyze(FileContext(src)), 0, lambda spec: src.data, load_hw("h200"), rounds=3), batches
+
+
+def test_the_planned_candidates_are_built_in_one_batch_before_the_first_is_measured(monkeypatch):
+    bencher, batches = _prebuilt_loop(monkeypatch)
+    planned = [parse_spec(s) for s in ("grouped:8", "serpentine:16", "hilbert:8")]
+    bencher.prebuild(planned)
+    assert batches == [["b1", "b2", "b3", "a", "harness"]]  # the candidates, the original and the harness at once
+    for formula in planned:
+        assert bencher.measure(formula, None).correct
+    bencher.measure(parse_spec("colmajor"), None)  # one that was not planned is built when it comes
+    assert batches == [["b1", "b2", "b3", "a", "harness"], ["b4"]]
+    bencher.close()
+
+
+def test_a_prebuild_whose_original_does_not_build_fails_each_candidate_with_its_error(monkeypatch):
+    bencher, batches = _prebuilt_loop(monkeypatch, failing=("harness",))
+    bencher.prebuild([parse_spec("grouped:8"), parse_spec("hilbert:8")])
+    attempts = [bencher.measure(parse_spec(s), None) for s in ("grouped:8", "hilbert:8")]
+    assert all(a.status == "check failed" and "harness did not build" in a.reason for a in attempts)
+    assert len(batches) == 1
+    bencher.close()
+
+
 def test_the_loop_reports_a_crashed_check_as_a_failed_check(monkeypatch, tmp_path):
     result, folders = _loop_with(monkeypatch, tmp_path, 'echo "an illegal memory access was encountered" >&2\nexit 3\n')
     (attempt,) = result.attempts

@@ -415,8 +415,7 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
             declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
             continue
-        if isinstance(bencher, SizedBencher):  # what is known to be tried is built at once
-            bencher.prebuild(_planned(task, proposers, options.max_iterations))
+        bencher.prebuild(_planned(task, proposers, options.max_iterations))  # what is known to be tried, built at once
 
         def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
             a = bencher.measure(formula, predicted, position)

@@ -226,25 +226,64 @@ class Bencher:
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._builder: Builder | None = None
         self._shared: tuple[Path, Path] | None = None
+        self._libs: dict[str, Path | SwzcError] = {}  # prebuilt candidates' libraries (or their builds' errors), by name
         self._built = 0
 
-    def _build(self, rewritten: bytes) -> Build:
-        """The candidate's library, with the original's and the harness built once for every candidate."""
+    def _make_builder(self) -> Builder:
         assert self.plan is not None
         if self._builder is None:
             self._folder = tempfile.TemporaryDirectory(prefix="swzc-bench-", ignore_cleanup_errors=True)
             self._builder = Builder(self.src.path, self.plan.kernel, self.arch, self.include_dir, Path(self._folder.name),
                                     self.src.dialect, self.toolchain, self.flags)
-        builder = self._builder
-        self._built += 1
-        jobs = [builder.variant(f"b{self._built}", rewritten)]
-        if self._shared is None:
-            jobs += [builder.variant("a", self.src.data), builder.harness("", self.plan, self.hw.flush_bytes)]
-        built = builder.compile(jobs)
-        if self._shared is None:
-            self._shared = (built[1], built[2])
+        return self._builder
+
+    def prebuild(self, formulas: Sequence[Formula]) -> None:
+        """Build these candidates, with the original and the harness, in one batch of parallel compiles before any
+        is measured: the loop then waits for one build, not one per candidate (the generated harness only; the
+        user's own program is built by its command).  A build that fails is reported when its candidate is."""
+        if self.plan is None:
+            return
+        builder = self._make_builder()
+        todo, jobs = [], []
+        for formula in dict.fromkeys(f for f in formulas if f.name not in self._libs):
+            try:
+                data = self.rewrite(formula)
+            except SwzcError as exc:  # not spliced: nothing to build, said when it is measured
+                self._libs[formula.name] = exc
+                continue
+            self._built += 1
+            todo.append(formula)
+            jobs.append(builder.variant(f"b{self._built}", data))
+        shared = [] if self._shared is not None else [builder.variant("a", self.src.data),
+                                                      builder.harness("", self.plan, self.hw.flush_bytes)]
+        built = builder.compile_each(jobs + shared)
+        self._libs.update((f.name, got) for f, got in zip(todo, built))
+        failed = next((got for got in built[len(jobs):] if isinstance(got, SwzcError)), None)
+        if failed is not None:
+            self._libs = {name: failed for name in self._libs}  # no candidate can run without them
+        elif shared:
+            self._shared = (built[len(jobs)], built[len(jobs) + 1])  # type: ignore[assignment]  # both paths
+
+    def _build(self, formula: Formula) -> Build:
+        """The candidate's library (prebuilt, or built now), with the original's and the harness built once for
+        every candidate."""
+        assert self.plan is not None
+        builder = self._make_builder()
+        ready = self._libs.get(formula.name)
+        if isinstance(ready, SwzcError):
+            raise ready
+        if ready is None:
+            self._built += 1
+            jobs = [builder.variant(f"b{self._built}", self.rewrite(formula))]
+            if self._shared is None:
+                jobs += [builder.variant("a", self.src.data), builder.harness("", self.plan, self.hw.flush_bytes)]
+            built = builder.compile(jobs)
+            ready = built[0]
+            if self._shared is None:
+                self._shared = (built[1], built[2])
+        assert self._shared is not None
         original, harness = self._shared
-        return Build(builder.folder, harness, original, built[0], self.toolchain, self.plan.kernel.partition("<")[0])
+        return Build(builder.folder, harness, original, ready, self.toolchain, self.plan.kernel.partition("<")[0])
 
     def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
         """Build, check, time and profile one candidate; the attempt is also kept for `result`."""
@@ -259,7 +298,7 @@ class Bencher:
             if self.program is not None:
                 result: HarnessResult = run_program(self.src.path, self.src.data, self.rewrite(formula), self.program)
             else:
-                built = self._build(self.rewrite(formula))
+                built = self._build(formula)
                 result = run_harness(built, self.rounds)
         except OriginalFailed:
             raise
