@@ -258,6 +258,12 @@ def test_quiet_keeps_the_findings_and_twice_silences_and_either_goes_before_or_a
     assert (hint in run.stderr) == (quiet == 0 and not verbose)
 
 
+@pytest.mark.parametrize("before, after", [(("-q", "-v"), ()), (("-q",), ("-v",)), (("-v",), ("-qq",)), ((), ("-v", "-q"))])
+def test_quiet_and_verbose_together_are_refused_wherever_they_stand(work, before, after):
+    run = invoke(*before, "suggest", *after, "gemm.cu")
+    assert run.exit_code == 2 and "-q and -v do not go together" in run.stderr and not run.stdout
+
+
 def test_the_unranked_hint_does_not_fail_a_hook(work):
     (work / "unranked.cu").write_bytes(UNRANKED)
     run = invoke("suggest", "unranked.cu", "scale.cu")
@@ -501,6 +507,8 @@ def test_colour_only_on_a_terminal_or_when_forced_and_never_with_no_color(work, 
     plain = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
     assert len(suggestion_lines(plain)) == 1  # the same line, coloured or not
     assert "\x1b[" not in invoke("suggest", "--json", "gemm.cu").stdout  # a document is never coloured
+    summary = invoke("rewrite", "gemm.cu", "-o", "out.cu", "--no-compile")  # rewrite's summary too
+    assert ("\x1b[32m" in summary.stdout) == coloured and re.sub(r"\x1b\[[0-9;]*m", "", summary.stdout).count("rewritten with") == 1
 
 
 class _Terminal(io.StringIO):

@@ -215,8 +215,12 @@ def _count(name: str) -> Callable[[click.Context, click.Parameter, int], None]:
 
     def add(ctx: click.Context, _: click.Parameter, value: int) -> None:
         root = ctx.find_root()
-        if value and isinstance(root.obj, dict):
-            root.obj[name] += value
+        if not isinstance(root.obj, dict):
+            return
+        root.obj[name] += value
+        if root.obj["quiet"] and root.obj["verbose"]:  # given before the command, after it, or both
+            raise click.UsageError("-q and -v do not go together: -q prints less (findings and errors), -v more "
+                                   "(every kernel's reason)", ctx)
 
     return add
 
@@ -417,7 +421,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     report = (rewrite_report.render_json(result, output, in_place, patch_out) if as_json
               else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose, notes=not quiet))
     if quiet < 2 or as_json:
-        clean.echo(report, err=to_stdout)
+        clean.echo(report, err=to_stdout, kind=None if as_json else "summary")
     if result.llm_failure and quiet < 2:  # asked for and not had: said where errors go too, -q or not
         clean.echo(f"swzc: note: {llm_note(result.llm_failure)}", err=True, kind="note")
     if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
@@ -472,7 +476,8 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
     report = analyze_report.analyzed(ctx, analysis, hw, bound, compile_file, context.compile_flags(),
                                      (*context_notes, *analysis.notes))
     if verbosity()[0] < 2 or as_json:
-        clean.echo(analyze_report.render_json(report) if as_json else analyze_report.render_text(report))
+        clean.echo(analyze_report.render_json(report) if as_json else analyze_report.render_text(report),
+                   kind=None if as_json else "summary")
     if report.exit_code != ExitCode.OK:  # as `rewrite` would end: kernels read the block index, none would be rewritten
         sys.exit(int(report.exit_code))
 

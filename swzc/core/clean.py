@@ -100,6 +100,10 @@ KINDS = {
     "note": [(re.compile(r"^swzc: note:"), "yellow")],
     "finding": [(re.compile(r"^.*?:\d+:"), "bold"), (re.compile(r"(?<=: kernel )\S+(?=: )"), "cyan"),
                 (re.compile(r"(?<=: )[a-z][\w:+@.-]*(?= predicted)"), "green")],
+    # rewrite's and analyze's summary: each kernel's heading, its order, its notes and failed checks
+    "summary": [(re.compile(r"(?m)^  \S+(?= \(line \d+\):)"), "cyan"), (re.compile(r"(?m)(?<=: rewritten with )\S+$"), "green"),
+                (re.compile(r"(?m)^\s*note: .*$"), "yellow"), (re.compile(r"(?m)(?<=: )(refused|declined|unranked)\b"), "red"),
+                (re.compile(r"(?m)(?<=compile check: )failed\b"), "bold red")],
 }
 
 
