@@ -282,6 +282,19 @@ def test_a_key_holds_what_decides_the_result(tmp_path):
     assert len({base.key, *(o.key for o in others)}) == 5
 
 
+def test_each_card_s_jobs_are_ranked_with_the_model_it_is_named_after_unless_hw_is_given(tmp_path):
+    from swzc.target import hw
+
+    assert [hw.named_in(c) for c in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "AMD Instinct MI300X", "NVIDIA GH100x", "TEST")] == [
+        "h100", "h200", "mi300x", None, None]
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    plan = planning.plan([str(folder)], Settings(hw="h200"), [])
+    by_card = plan.on(["NVIDIA H100 80GB HBM3", "TEST"], hw_by_card=True)
+    assert [(j.card, j.settings.hw) for j in by_card.jobs] == [("NVIDIA H100 80GB HBM3", "h100"), ("TEST", "h200")]
+    assert [j.settings.hw for j in plan.on(["NVIDIA H100 80GB HBM3"]).jobs] == ["h200"]  # --hw given: kept
+    assert by_card.jobs[0].key != plan.on(["NVIDIA H100 80GB HBM3"]).jobs[0].key
+
+
 def test_a_job_measures_only_the_bytes_it_was_planned_on(tmp_path):
     folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
     job = planning.plan([str(folder)], Settings(bench_cmd="python3 stand_in.py {file}"), []).jobs[0]

@@ -12,8 +12,9 @@ import os
 import re
 import sys
 import click
+from click.core import ParameterSource
 
-from swzc.commands.cli import (build_options, parse_bench_sizes, guarded, hw_option, json_option, max_bytes_option, set_option,
+from swzc.commands.cli import (build_options, parse_bench_sizes, guarded, json_option, max_bytes_option, set_option,
                                verbosity, verbosity_options)
 from swzc.core import clean, outputs
 from swzc.core.errors import ExitCode, SwzcError
@@ -78,7 +79,9 @@ Exit codes:
               "(as `swzc review` writes it), each file rewritten with the orders its kernels' jobs accepted.")
 @click.option("--card", metavar="MODEL", help="With --format: whose results to apply, where the store holds several card models'.")
 @click.option("-o", "--output", metavar="OUT", help="With --format: write the review here ('-', the default: stdout).")
-@hw_option
+@click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
+              help="Hardware model for the ranking (default: the model each card is named after, e.g. h100 for an "
+                   "NVIDIA H100, else h200).")
 @set_option
 @build_options
 @click.option("--no-compile", is_flag=True, help="Skip the compile check of each candidate before it is built for timing.")
@@ -143,6 +146,8 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     quiet, verbose = verbosity()
     where = store_path or store.default_path()
     plan = planning.plan(paths, settings, [], plan_jobs)  # on any card: the card models are set below
+    # --hw not given (on the command line or in a configuration): each card's jobs ranked with its own model
+    hw_by_card = click.get_current_context().get_parameter_source("hw_name") == ParameterSource.DEFAULT
     if not plan.files:
         raise SwzcError("no .cu, .cuh or .hip file in PATHS (a folder is searched for them)")
     for file in plan.files:  # neither the store nor the review is ever one of the files read
@@ -154,11 +159,11 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
 
         ray = cluster.connect(ray_address)
         card_models = [c.strip() for c in cards.split(",") if c.strip()] if cards else cluster.cards(ray)
-        plan = plan.on(card_models) if card_models else plan
+        plan = plan.on(card_models, hw_by_card) if card_models else plan
     elif not report_only:
         workers = _local_workers(gpus, bench_cmd)
         card_models = sorted({w.card for w in workers} - {ANY_CARD})
-        plan = plan.on(card_models) if card_models else plan
+        plan = plan.on(card_models, hw_by_card) if card_models else plan
     for file, message, _ in plan.failed:
         clean.echo(f"swzc: error: {message}", err=True, kind="error")
     code = max((ExitCode(c) for _, _, c in plan.failed), default=ExitCode.OK)

@@ -24,6 +24,7 @@ from swzc.frontend.build_context import database_files
 from swzc.frontend.source import DEFAULT_MAX_BYTES
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import Options, analyze_file, load_hw, parse_bindings, parse_launch_facts
+from swzc.target import hw
 from swzc.pipeline.reading import build_context, input_limit, source_files
 from swzc.verify.harness import ANY_CARD
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
@@ -117,10 +118,12 @@ class Plan:
     failed: tuple[tuple[str, str, int], ...] = ()  # (file, message, exit code): files that could not be read
     files: tuple[str, ...] = ()  # every file the run covers, read or not
 
-    def on(self, cards: Sequence[str]) -> Plan:
-        """The same kernels' jobs on these card models."""
+    def on(self, cards: Sequence[str], hw_by_card: bool = False) -> Plan:
+        """The same kernels' jobs on these card models; with `hw_by_card`, each ranked with the hardware model its
+        card is named after, where there is one (an H100's jobs with h100)."""
         kernels = list(dict.fromkeys(replace(job, card="", key="") for job in self.jobs))
-        return replace(self, jobs=tuple(job.on(card) for card in cards for job in kernels))
+        return replace(self, jobs=tuple((replace(job, settings=replace(job.settings, hw=hw.named_in(card) or job.settings.hw))
+                                         if hw_by_card else job).on(card) for card in cards for job in kernels))
 
 
 def plan(paths: Sequence[str], settings: Settings, cards: Sequence[str], jobs: int = 1) -> Plan:

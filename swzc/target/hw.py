@@ -141,6 +141,11 @@ def available() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in resources.files("swzc.hwmodels").iterdir() if p.name.endswith(".toml"))
 
 
+def named_in(card: str) -> str | None:
+    """The bundled model whose name a card's name holds as a word ("NVIDIA H100 80GB HBM3": h100), if one does."""
+    return next((name for name in available() if re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", card, re.I)), None)
+
+
 def parse_model(text: str, origin: str) -> HardwareModel:
     try:
         raw = tomllib.loads(text)
