@@ -79,12 +79,13 @@ Exit codes:
               "(as `swzc review` writes it), each file rewritten with the orders its kernels' jobs accepted.")
 @click.option("--card", metavar="MODEL", help="With --format: whose results to apply, where the store holds several card models'.")
 @click.option("-o", "--output", metavar="OUT", help="With --format: write the review here ('-', the default: stdout).")
-@click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
+@click.option("--hw", "hw_name", default="h200", metavar="NAME",
               help="Hardware model for the ranking (default: the model each card is named after, e.g. h100 for an "
                    "NVIDIA H100, else h200).")
 @set_option
 @build_options
-@click.option("--no-compile", is_flag=True, help="Skip the compile check of each candidate before it is built for timing.")
+@click.option("--no-compile", is_flag=True, help="Rank without the compiler's resource report (the blocks per SM from the "
+              "launch bounds or a stated default), as `rewrite --no-compile`; the candidates are still built to be timed.")
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG", help="An extra flag for every compile (repeatable).")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True, help="Candidates measured per kernel.")
 @click.option("--rounds", type=click.IntRange(3, 1000), default=30, show_default=True, help="Timed rounds per candidate (generated harness).")
