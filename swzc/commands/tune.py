@@ -85,7 +85,8 @@ Exit codes:
 @set_option
 @build_options
 @click.option("--no-compile", is_flag=True, help="Rank without the compiler's resource report (the blocks per SM from the "
-              "launch bounds or a stated default), as `rewrite --no-compile`; the candidates are still built to be timed.")
+              "launch bounds or a stated default) and without the compile check of the chosen rewrite, as `rewrite --no-compile`; "
+              "the candidates are still built to be timed.")
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG", help="An extra flag for every compile (repeatable).")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True, help="Candidates measured per kernel.")
 @click.option("--rounds", type=click.IntRange(3, 1000), default=30, show_default=True, help="Timed rounds per candidate (generated harness).")
