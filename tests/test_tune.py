@@ -111,6 +111,72 @@ def test_paths_are_read_from_the_folder_tune_was_started_in(tmp_path, logged, mo
     assert settings["include_dirs"] == [str(tmp_path / "inc")]
 
 
+def test_a_relative_database_and_model_file_are_read_from_where_tune_started(tmp_path, logged, monkeypatch):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    (folder / "build").mkdir()
+    (folder / "build" / "compile_commands.json").write_text(json.dumps([
+        {"directory": str(folder), "file": "a.cu", "command": "nvcc -DTILE=16 -c a.cu"}]))
+    (tmp_path / "mine.toml").write_text((ROOT / "hwmodels" / "h100.toml").read_text())
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(main, [*_args(Path("build/compile_commands.json"), tmp_path / "s.sqlite", "--hw", "../mine.toml"),
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    (job,) = json.loads(result.stdout)["jobs"]
+    assert job["status"] == "rewritten", job["reason"]
+
+
+def test_a_database_names_only_the_project_s_own_cuda_files(tmp_path, logged):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "secret.cu").write_text(GEMM.replace("NAME", "secret"))
+    (victim / "notes.txt").write_text("API_KEY=hunter2\n")
+    repo = _project(tmp_path / "repo", {"a.cu": ["ka"]})
+    (repo / ".git").mkdir()
+    (repo / "readme.txt").write_text("API_KEY=hunter2\n")
+    (repo / "linked.cu").symlink_to(victim / "secret.cu")
+    (repo / "build").mkdir()
+    database = repo / "build" / "compile_commands.json"
+    database.write_text(json.dumps([{"directory": str(victim), "file": "."}, {"directory": str(victim), "file": "notes.txt"},
+                                    {"directory": str(victim), "file": "secret.cu"}, {"directory": str(repo), "file": "linked.cu"}, {"directory": str(repo), "file": "readme.txt"},
+                                    {"directory": str(repo / "build"), "file": "../a.cu"}]))
+    plan = planning.plan([str(database)], Settings(), [])
+    assert [Path(j.file).name for j in plan.jobs] == ["a.cu"] and not plan.failed
+    result = CliRunner().invoke(main, _args(database, tmp_path / "s.sqlite"))
+    assert result.exit_code == 0 and "hunter2" not in result.output and "secret" not in result.output
+
+
+def test_a_job_that_could_not_run_is_shown_as_an_error_and_run_again_next_time(tmp_path, logged):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    good = (folder / "stand_in.py").read_text()
+    (folder / "stand_in.py").write_text(good.replace("checksum c0ffee", "no check value"))
+    db = tmp_path / "s.sqlite"
+    first = CliRunner().invoke(main, _args(folder, db))
+    assert first.exit_code == 2 and "swzc: error: " in first.stderr and "printed no check value" in first.stderr
+    assert [r[2] for r in _rows(db)] == ["error"]
+    (folder / "stand_in.py").write_text(good)  # the program mended: the next run measures the job again
+    again = CliRunner().invoke(main, _args(folder, db))
+    assert again.exit_code == 0 and "0 already stored (not measured again), 1 measured now" in again.stderr
+    assert [r[2] for r in _rows(db)] == ["rewritten"]
+
+
+def test_a_fault_of_swzc_s_own_in_a_job_is_one_line_and_not_retried(tmp_path, logged):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    os.mkfifo(folder / "pipe")  # the program's folder cannot be copied
+    result = CliRunner().invoke(main, _args(folder, tmp_path / "s.sqlite", "--retries", "2"))
+    assert result.exit_code == 1 and "not finished: the worker exited with status 3" in result.stderr
+    assert "internal error: " in result.stderr and "Traceback" not in result.output and "retry" not in result.stderr
+
+
+def test_a_file_name_that_is_not_utf_8_is_stored(tmp_path, logged):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    os.rename(folder / "a.cu", os.path.join(os.fsencode(folder), b"x\xff.cu"))
+    result = CliRunner().invoke(main, _args(folder, tmp_path / "s.sqlite"))
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(tmp_path / "s.sqlite") as con:
+        (file,), = con.execute("SELECT file FROM results").fetchall()
+    assert file.endswith("x\ufffd.cu")
+
+
 def test_a_changed_file_is_tuned_again_and_the_report_reads_the_store(tmp_path, logged):
     folder = _project(tmp_path / "proj", {"a.cu": ["ka"], "b.cu": ["kc"]})
     db = tmp_path / "tune.sqlite"
@@ -252,6 +318,13 @@ def test_the_store_refuses_what_is_not_a_store(tmp_path):
         pass
     with sqlite3.connect(doctored) as con:
         con.execute("CREATE TRIGGER t AFTER INSERT ON results BEGIN DELETE FROM results; END")
+    sneaky = tmp_path / "sneaky.sqlite"  # a trigger named like SQLite's own index
+    with store.opened(str(sneaky)):
+        pass
+    with sqlite3.connect(sneaky) as con:
+        con.execute("PRAGMA writable_schema = ON")
+        con.execute("INSERT INTO sqlite_master VALUES ('trigger', 'sqlite_autoindex_x', 'results', 0, "
+                    "'CREATE TRIGGER sqlite_autoindex_x AFTER INSERT ON results BEGIN UPDATE results SET status = ''x''; END')")
     reshaped = tmp_path / "reshaped.sqlite"  # marked as a store, with a table of another shape
     with sqlite3.connect(reshaped) as con:
         con.execute("CREATE TABLE results (key TEXT PRIMARY KEY, result TEXT)")
@@ -260,7 +333,8 @@ def test_the_store_refuses_what_is_not_a_store(tmp_path):
     linked = tmp_path / "linked.sqlite"  # a link to a store
     linked.symlink_to(doctored)
     for path, said in ((not_db, "not a swzc tune store"), (link, "symbolic link"), (foreign, "not a swzc tune store"),
-                       (doctored, "another layout"), (reshaped, "another layout"), (tmp_path, "writes only regular files"),
+                       (doctored, "another layout"), (reshaped, "another layout"), (sneaky, "another layout"),
+                       (tmp_path, "writes only regular files"),
                        (linked, "not a regular file"), (folder / "a.cu", "is the input file")):
         result = CliRunner().invoke(main, ["tune", str(folder), "--store", str(path), "--report"])
         assert result.exit_code == 2 and said in result.stderr, (path, result.output)
@@ -331,6 +405,14 @@ def test_the_visible_gpus_are_read_as_the_runtime_reads_them(monkeypatch, visibl
     assert [ident for ident, _ in harness._visible(listed, "CUDA_VISIBLE_DEVICES")] == expect
 
 
+def test_a_mig_instance_is_visible_under_its_gpu_s_model(monkeypatch):
+    listed = [("0", "GPU-aaa", "NVIDIA A100-SXM4-40GB")]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-1234")
+    instances = lambda: {"MIG-1234-5678": "NVIDIA A100-SXM4-40GB"}  # noqa: E731
+    assert harness._visible(listed, "CUDA_VISIBLE_DEVICES", instances) == [("MIG-1234", "NVIDIA A100-SXM4-40GB")]
+    assert harness._visible(listed, "CUDA_VISIBLE_DEVICES") == []
+
+
 def test_options_that_do_not_go_together_are_refused(tmp_path):
     folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
     for args, said in ((["--format", "sarif"], "go with --report"), (["--report", "--retune"], "measures nothing"),
@@ -364,12 +446,16 @@ def test_a_ray_cluster_that_loses_a_node_finishes_every_job_once(tmp_path, logge
         _wait_for(lambda: len({k for k, _ in _runs(logged)} - {"-"}) >= 2, 180, "both nodes measuring")
         cluster.remove_node(nodes[0])
         out, err = run.communicate(timeout=300)
+        nowhere = subprocess.run([sys.executable, "-m", "swzc.commands.main", *_args(folder, tmp_path / "n.sqlite", "--ray",
+                                  cluster.address, "--cards", "NOPE")], capture_output=True, text=True, env=env, cwd=tmp_path,
+                                 timeout=120)
     finally:
         cluster.shutdown()
         for name in loopback:
             os.environ.pop(name, None)
     assert run.returncode == 0, err
     assert "1 tried again after their worker failed" in err or "2 tried again" in err
+    assert nowhere.returncode == 1 and "no node of the cluster has a NOPE" in nowhere.stderr  # not a wait for ever
     rows = _rows(db)
     assert sorted(r[1] for r in rows) == ["ka", "kb", "kc", "kd"] and len({r[0] for r in rows}) == 4
     assert all(r[2] == "rewritten" for r in rows) and max(r[4] for r in rows) >= 2

@@ -77,7 +77,8 @@ Exit codes:
               "are now, whatever settings measured it.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), help="With --report: the review format to write "
               "(as `swzc review` writes it), each file rewritten with the orders its kernels' jobs accepted.")
-@click.option("--card", metavar="MODEL", help="With --format: whose results to apply, where the store holds several card models'.")
+@click.option("--card", metavar="MODEL", help="With --report: this card model's results only (and, with --format, the ones "
+              "applied, where the store holds several card models').")
 @click.option("-o", "--output", metavar="OUT", help="With --format: write the review here ('-', the default: stdout).")
 @click.option("--hw", "hw_name", default="h200", metavar="NAME",
               help="Hardware model for the ranking (default: the model each card is named after, e.g. h100 for an "
@@ -140,13 +141,17 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     parse_bindings(list(bindings))
     parse_launch_facts(grids, blocks)
     # paths as this folder reads them: the workers run elsewhere (a private folder, another machine)
-    settings = Settings(hw_name, bindings, tuple(os.path.abspath(d) for d in include_dirs), defines,
-                        os.path.abspath(build_path) if build_path else None, grids, blocks, not no_compile, compile_flags,
+    settings = Settings(os.path.abspath(hw_name) if hw_name.endswith(".toml") else hw_name, bindings,
+                        tuple(os.path.abspath(d) for d in include_dirs), defines,
+                        os.path.abspath(build_path) if build_path else None, grids, blocks, not no_compile,
+                        tuple(_absolute(flag) for flag in compile_flags),
                         max_iterations, rounds, os.path.abspath(launch_spec) if launch_spec else None, bench_cmd, build_cmd, bench_runs,
                         parse_bench_sizes(bench_cmd, bench_sizes) if bench_cmd else (), time_regex, check_regex, max_bytes)
     target = Output("-o", output) if output and output != STDOUT else None
     quiet, verbose = verbosity()
-    where = store_path or store.default_path()
+    if store_path is not None and store_path in ("", "-"):
+        raise SwzcError(f"--store {store_path!r}: name a file (the store is not written to stdout)")
+    where = store_path if store_path is not None else store.default_path()
     plan = planning.plan(paths, settings, [], plan_jobs)  # on any card: the card models are set below
     # --hw not given (on the command line or in a configuration): each card's jobs ranked with its own model
     hw_by_card = click.get_current_context().get_parameter_source("hw_name") == ParameterSource.DEFAULT
@@ -175,9 +180,9 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
             found = results.latest(plan, kept.of_files({j.digest for j in plan.jobs}), card)
             counts: dict[str, int] = {"jobs": len(found), "stored_before": sum(1 for f in found if f.row is not None)}
         else:
-            before = kept.stored(j.key for j in plan.jobs)
+            before = {key: row for key, row in kept.stored(j.key for j in plan.jobs).items() if row["final"]}
             counts = {"jobs": len(plan.jobs), "stored_before": len(before)}
-            todo = [j for j in plan.jobs if retune or j.key not in before]
+            todo = [j for j in plan.jobs if retune or j.key not in before]  # an error or an unmeasured kernel: again
             say = _reporter(len(todo), quiet, verbose)
             if ray is not None:
                 from swzc.fleet import cluster
@@ -192,6 +197,9 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
             counts.update(measured=len(outcome.stored), retried=outcome.retried, failed=len(failed))
             found = results.found(plan, kept.stored(j.key for j in plan.jobs))
     entries = [f.as_dict() for f in found]
+    errors = [e for e in entries if e["status"] == "error"]  # the job could not be carried out: the file, a setting
+    for entry in errors:
+        code = max(code, ExitCode(entry["code"]) if entry.get("code") in (2, 3) else ExitCode.BAD_INPUT)
     counts["not_tuned"] = sum(1 for e in entries if e["status"] == "not tuned") if report_only else 0
     if failed or counts["not_tuned"]:
         code = max(code, ExitCode.DECLINED)
@@ -202,12 +210,23 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
                                                                      for j, why in failed]))
     elif quiet < 2:
         for entry in entries:
-            clean.echo(tune_report.line(entry), kind="finding" if entry["status"] == "rewritten" else None)
+            if entry["status"] == "error":
+                clean.echo(f"swzc: error: {tune_report.line(entry)}", err=True, kind="error")
+            else:
+                clean.echo(tune_report.line(entry), kind="finding" if entry["status"] == "rewritten" else None)
         for job, why in failed:
             clean.echo(f"swzc: error: {job.name}: not finished: {why}", err=True, kind="error")
         if not quiet:
             clean.echo(tune_report.summary(counts, where), err=True, kind="note")
     sys.exit(int(code))
+
+
+def _absolute(flag: str) -> str:
+    """A compile flag's folder (-I, -isystem, joined to it) as this folder reads it: the compiles run elsewhere."""
+    for prefix in ("-I", "-isystem"):
+        if flag.startswith(prefix) and len(flag) > len(prefix) and not os.path.isabs(flag[len(prefix):]):
+            return prefix + os.path.abspath(flag[len(prefix):])
+    return flag
 
 
 def _local_workers(chosen: str | None, bench_cmd: str | None) -> list[local.Worker]:

@@ -71,7 +71,14 @@ def run(ray: Any, jobs: Sequence[Job], store: Store, retries: int = 2, replace: 
         pending[remote.options(**wanted).remote(job.as_dict())] = (job, tries)
         say("started", job, "on the cluster")
 
+    offered = ray.cluster_resources()
     for job in jobs:
+        wanted = "GPU" if job.card == ANY_CARD else f"{RESOURCE}{job.card}"
+        if not offered.get(wanted) or not offered.get("GPU"):  # Ray would wait for such a node for ever
+            why = "the cluster has no GPU" if not offered.get("GPU") else f"no node of the cluster has a {job.card}"
+            outcome.failed.append((job, why))
+            say("failed", job, why)
+            continue
         submit(job, 1)
     try:
         while pending:
@@ -95,6 +102,7 @@ def run(ray: Any, jobs: Sequence[Job], store: Store, retries: int = 2, replace: 
                     continue
                 if not isinstance(result, dict) or result.get("key") != job.key:
                     outcome.failed.append((job, "the worker's result is not this job's"))
+                    say("failed", job, "the worker's result is not this job's")
                     continue
                 store.put(job, result, tries, replace)
                 outcome.stored.append(job)

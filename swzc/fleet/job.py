@@ -19,11 +19,12 @@ from typing import Any
 from swzc import __version__
 from swzc.core.errors import SwzcError
 from swzc.fleet.jobs import Job
-from swzc.pipeline.driver import analyze_file, rewrite_benchmarked
+from swzc.pipeline.driver import NOT_BENCHMARKED, analyze_file, rewrite_benchmarked
 from swzc.pipeline.reading import input_limit
 from swzc.verify.bench import Attempt
 from swzc.verify.harness import gpu_name
 
+INTERNAL_ERROR = 3  # the worker's exit status for a fault of swzc's own: the same again on any worker, so not retried
 ATTEMPT_FIELDS = ("candidate", "size", "status", "accepted", "correct", "speedup", "lower_bound", "upper_bound", "noise",
                   "baseline_ms", "ms", "l2_hit_rate", "dram_read_bytes", "predicted_l2_hit_rate", "reason", "seconds")
 
@@ -43,15 +44,16 @@ def run(job: Job) -> dict[str, Any]:
             if job.index >= len(analysis.kernels) or analysis.kernels[job.index].name != job.kernel:
                 raise SwzcError(f"{job.file}: kernel {job.kernel} is not where the run's plan found it")
             result = rewrite_benchmarked(ctx, analysis, options, kernels={job.index})
-    except SwzcError as exc:
+    except SwzcError as exc:  # kept, and run again by the next run: the file, a setting or the machine may change
         return {**where, "status": "error", "reason": exc.message, "code": int(exc.code), "chosen": None, "attempts": [],
-                "seconds": round(time.monotonic() - started, 3)}
+                "final": False, "seconds": round(time.monotonic() - started, 3)}
     line = analysis.kernels[job.index].line
     outcome = next(o for o in result.outcomes if o.name == job.kernel and o.line == line)
     bench = next((b for b in result.bench if b.kernel == job.kernel and b.line == line), None)
     attempts = [_attempt(a) for a in (bench.by_size or bench.attempts)] if bench is not None else []
+    unmeasured = outcome.status == "declined" and outcome.reason.startswith(NOT_BENCHMARKED)  # the harness could not run it
     return {**where, "status": outcome.status, "reason": outcome.reason, "chosen": outcome.swizzle if outcome.status == "rewritten" else None,
-            "chosen_by": outcome.chosen_by, "attempts": attempts, "notes": list(result.notes),
+            "chosen_by": outcome.chosen_by, "attempts": attempts, "notes": list(result.notes), "final": not unmeasured,
             "seconds": round(time.monotonic() - started, 3)}
 
 
@@ -88,6 +90,11 @@ def main() -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - swzc's own fault: one line for the run to report, never a traceback
+        from swzc.core.clean import text
+
+        print(text(f"internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
+        return INTERNAL_ERROR
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -25,7 +25,7 @@ from swzc.frontend.source import DEFAULT_MAX_BYTES
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import Options, analyze_file, load_hw, parse_bindings, parse_launch_facts
 from swzc.target import hw
-from swzc.pipeline.reading import build_context, input_limit, source_files
+from swzc.pipeline.reading import SOURCE_SUFFIXES, build_context, input_limit, source_files
 from swzc.verify.harness import ANY_CARD
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 
@@ -133,10 +133,7 @@ def plan(paths: Sequence[str], settings: Settings, cards: Sequence[str], jobs: i
     work: list[tuple[str, Settings]] = []
     for path in paths:
         if os.path.basename(path) == "compile_commands.json" and os.path.isfile(path):
-            listed, notes = database_files(path)
-            if notes:
-                raise SwzcError(notes[0])
-            work += [(f, replace(settings, build_path=path)) for f in source_files(listed)]
+            work += [(f, replace(settings, build_path=os.path.abspath(path))) for f in _database_sources(path)]
         else:
             work += [(f, settings) for f in source_files([path])]
     seen: dict[str, tuple[str, Settings]] = {}
@@ -153,6 +150,33 @@ def plan(paths: Sequence[str], settings: Settings, cards: Sequence[str], jobs: i
         for card in cards or (ANY_CARD,):
             found += [Job(file, digest, name, index, line, "", its, tuple(context_flags)).on(card) for index, name, line in kernels]
     return Plan(tuple(found), tuple(failed), tuple(f for f, _ in work))
+
+
+def _database_sources(database: str) -> list[str]:
+    """The CUDA and HIP files a compilation database compiles that are the project's own: regular files (not links,
+    not folders) with a CUDA or HIP suffix, inside the project that holds the database (its git work tree, else
+    the folder above the database's, as a build folder's database names the sources beside it).  A database comes
+    with the repository: it does not choose other files to build and run."""
+    listed, notes = database_files(database)
+    if notes:
+        raise SwzcError(notes[0])
+    folder = os.path.dirname(os.path.realpath(database))
+    root = next((f for f in (folder, *_parents(folder)) if os.path.exists(os.path.join(f, ".git"))), os.path.dirname(folder))
+    kept = []
+    for path in listed:
+        real = os.path.realpath(path)
+        if (path.endswith(SOURCE_SUFFIXES) and not os.path.islink(path) and os.path.isfile(path)
+                and os.path.commonpath([root, real]) == root):
+            kept.append(path)
+    return kept
+
+
+def _parents(folder: str) -> list[str]:
+    found = []
+    while os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        found.append(folder)
+    return found
 
 
 def _kernels(item: tuple[str, Settings]) -> dict[str, Any]:
@@ -176,6 +200,7 @@ def key(job: Job) -> str:
     settings.pop("max_bytes")
     spec = settings.pop("launch_spec")
     what = {"layout": KEY_LAYOUT, "swzc": __version__, "file": job.digest, "kernel": [job.kernel, job.index],
+            "hw_model": repr(hw.load(job.settings.hw)),  # a model file's values, not only its name
             "card": job.card, "settings": settings, "build": list(job.build),
             "launch_spec": _digest_of(spec, job.settings.max_bytes) if spec else None}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()

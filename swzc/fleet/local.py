@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swzc.core import processes
+from swzc.fleet.job import INTERNAL_ERROR
 from swzc.fleet.jobs import ANY_CARD, Job
 from swzc.fleet.store import Store
 from swzc.verify.harness import Gpu
@@ -98,7 +99,7 @@ def run(jobs: Sequence[Job], workers: Sequence[Worker], store: Store, retries: i
                         store.put(job, result, tries, replace)
                         outcome.stored.append(job)
                         say("stored", job, str(result.get("status", "")))
-                    elif tries <= retries:
+                    elif tries <= retries and done.returncode != INTERNAL_ERROR:
                         queue.appendleft((job, tries + 1))
                         outcome.retried += 1
                         say("retry", job, f"{workers[slot].name}: {why}")

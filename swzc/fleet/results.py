@@ -32,15 +32,21 @@ class Found:
         job, result = self.job, self.result
         attempts = [a for a in result.get("attempts", []) if isinstance(a, dict)]
         chosen = result.get("chosen")
-        mine = [a for a in attempts if a.get("candidate") == chosen and a.get("speedup") is not None]
-        largest = max(mine, key=lambda a: a.get("size") or 0) if mine else None
+        mine = [a for a in attempts if a.get("candidate") == chosen and _number(a.get("speedup")) is not None]
+        largest = max(mine, key=lambda a: _number(a.get("size")) or 0) if mine else None
         row = self.row or {}
-        return {"file": job.file, "line": job.line, "kernel": job.kernel, "card": job.card, "key": job.key,
-                "status": result.get("status", "not tuned") if self.row is not None else "not tuned",
-                "chosen": chosen, "reason": result.get("reason", ""), "speedup": largest.get("speedup") if largest else None,
-                "size": largest.get("size") if largest else None, "measured_on": row.get("measured_on"),
+        return {"file": job.file, "line": job.line, "kernel": job.kernel, "card": job.card, "key": row.get("key", job.key),
+                "status": str(result.get("status", "error")) if self.row is not None else "not tuned",
+                "chosen": chosen, "reason": str(result.get("reason", "")), "code": result.get("code"),
+                "speedup": _number(largest.get("speedup")) if largest else None,
+                "size": int(_number(largest.get("size")) or 0) or None if largest else None, "measured_on": row.get("measured_on"),
                 "host": row.get("host"), "node": result.get("node"), "tries": row.get("tries"), "stored_at": row.get("stored_at"),
                 "seconds": result.get("seconds"), "attempts": attempts}
+
+
+def _number(value: Any) -> float | None:
+    """A stored figure as a number (None where the row holds something else)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def found(plan: Plan, stored: Mapping[str, Mapping[str, Any]]) -> list[Found]:

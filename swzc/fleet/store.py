@@ -27,13 +27,15 @@ from swzc.core.errors import ExitCode, SwzcError
 from swzc.fleet.jobs import Job
 
 APPLICATION_ID = 0x73777A63  # "swzc": marks a SQLite file as a tune store
-LAYOUT = 1  # PRAGMA user_version of the table below
+LAYOUT = 2  # PRAGMA user_version of the table below
 COLUMNS = ("key", "file", "digest", "kernel", "kernel_index", "line", "card", "settings", "status", "chosen", "result",
-           "measured_on", "host", "tries", "stored_at")
+           "measured_on", "host", "tries", "stored_at", "final")
 TABLE = """CREATE TABLE results (
     key TEXT PRIMARY KEY, file TEXT NOT NULL, digest TEXT NOT NULL, kernel TEXT NOT NULL, kernel_index INTEGER NOT NULL,
     line INTEGER NOT NULL, card TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, chosen TEXT,
-    result TEXT NOT NULL, measured_on TEXT NOT NULL, host TEXT NOT NULL, tries INTEGER NOT NULL, stored_at TEXT NOT NULL)"""
+    result TEXT NOT NULL, measured_on TEXT NOT NULL, host TEXT NOT NULL, tries INTEGER NOT NULL, stored_at TEXT NOT NULL,
+    final INTEGER NOT NULL)"""
+SCHEMA = [("index", "sqlite_autoindex_results_1", None), ("table", "results", TABLE)]  # all a store's schema holds
 NAME = "tune.sqlite"
 
 
@@ -72,17 +74,26 @@ class Store:
         return found
 
     def put(self, job: Job, result: dict[str, Any], tries: int, replace: bool = False) -> bool:
-        """Store the job's result in one transaction; False where its key was stored already (and kept)."""
-        values = (job.key, job.file, job.digest, job.kernel, job.index, job.line, job.card, json.dumps(job.settings.as_dict(), sort_keys=True),
-                  str(result.get("status", "")), result.get("chosen"), json.dumps(result, sort_keys=True),
-                  str(result.get("measured_on", "")), str(result.get("host", "")), tries, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        """Store the job's result in one transaction; False where its key holds a final result already (kept,
+        unless `replace`).  A result that is not final (an error, a kernel the harness could not run) is replaced
+        by the next one."""
+        values = (job.key, _text(job.file), job.digest, job.kernel, job.index, job.line, job.card,
+                  json.dumps(job.settings.as_dict(), sort_keys=True), str(result.get("status", "")), result.get("chosen"),
+                  json.dumps(result, sort_keys=True), str(result.get("measured_on", "")), str(result.get("host", "")), tries,
+                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), 1 if result.get("final", True) else 0)
+        update = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         with self._db:
-            done = self._db.execute(f"{verb} INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", values)
+            done = self._db.execute(f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
+                                    f"ON CONFLICT(key) DO UPDATE SET {update} WHERE results.final = 0 OR ?", (*values, replace))
         return done.rowcount == 1
 
     def rows(self) -> list[dict[str, Any]]:
         return [_row(r) for r in self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM results ORDER BY file, line, card")]
+
+
+def _text(name: str) -> str:
+    """A file name as SQLite's text holds it (UTF-8): bytes that are not UTF-8 shown as U+FFFD; the key names the file."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _row(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -132,7 +143,7 @@ def _prepare(db: sqlite3.Connection, path: str) -> None:
     try:
         db.execute("PRAGMA trusted_schema = OFF")
         application, layout = db.execute("PRAGMA application_id").fetchone()[0], db.execute("PRAGMA user_version").fetchone()[0]
-        tables = db.execute("SELECT type, name, sql FROM sqlite_schema").fetchall()
+        tables = db.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
     except sqlite3.DatabaseError as exc:
         raise SwzcError(f"--store {path}: not a swzc tune store ({exc})", ExitCode.BAD_INPUT) from None
     if not tables and application == 0:
@@ -143,6 +154,6 @@ def _prepare(db: sqlite3.Connection, path: str) -> None:
         return
     if application != APPLICATION_ID:
         raise SwzcError(f"--store {path}: not a swzc tune store", ExitCode.BAD_INPUT)
-    if layout != LAYOUT or [(kind, name, sql) for kind, name, sql in tables if not name.startswith("sqlite_autoindex")] != [("table", "results", TABLE)]:
+    if layout != LAYOUT or sorted(tables, key=lambda t: (t[0], t[1])) != SCHEMA:  # nothing of another's: no trigger, view or table
         raise SwzcError(f"--store {path}: a tune store of another layout ({layout}; this swzc reads {LAYOUT}): name a "
                         "new one with --store", ExitCode.BAD_INPUT)

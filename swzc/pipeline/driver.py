@@ -42,6 +42,9 @@ if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LL
 
 
 
+NOT_BENCHMARKED = "not benchmarked:"  # how a decline begins where the harness could not run the kernel
+
+
 @dataclass(frozen=True)
 class KernelFix:
     """One rewritten kernel's edits (and its helpers'), without the swizzle functions: the file's kernels
@@ -413,9 +416,8 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                 bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
                                   progress=options.progress, program=options.program, flags=_compiler(options)[1])
         except SwzcError as exc:  # the harness cannot run this kernel: nothing is accepted unmeasured
-            declined[index] = f"not benchmarked: {exc.message} (or use --no-bench)"
+            declined[index] = f"{NOT_BENCHMARKED} {exc.message} (or use --no-bench)"
             continue
-        bencher.prebuild(_planned(task, proposers, options.max_iterations))  # what is known to be tried, built at once
 
         def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
             a = bencher.measure(formula, predicted, position)
@@ -426,6 +428,10 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
             return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
 
         try:
+            try:
+                bencher.prebuild(_planned(task, proposers, options.max_iterations))  # what is known to be tried, at once
+            except SwzcError:
+                pass  # each candidate is then built as it is measured, and a build that fails is said there
             history = search(task, proposers, options.max_iterations, measure)
         finally:
             bencher.close()

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -615,24 +615,40 @@ class Gpu:
 
 def gpus() -> list[Gpu]:
     """The GPUs this process may use, in order: those nvidia-smi (or rocminfo) lists, narrowed to the ones
-    CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES) names where it is set, as the runtime does;
-    none without a GPU or with SWZC_NO_GPU."""
+    CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES) names where it is set, as the runtime does (a MIG instance by its
+    UUID, named by its GPU); none without a GPU or with SWZC_NO_GPU.  rocminfo itself lists only the agents
+    ROCR_VISIBLE_DEVICES leaves."""
     vendor = gpu_vendor()
     if vendor == "nvidia":
         run = _quiet(["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"])
         listed = [tuple(part.strip() for part in line.split(",", 2)) for line in (run.stdout if run is not None and run.ok else "").splitlines()]
         found = [(index, uuid, name) for index, uuid, name in (row for row in listed if len(row) == 3)]
-        return [Gpu(ident, name, "CUDA_VISIBLE_DEVICES") for ident, name in _visible(found, "CUDA_VISIBLE_DEVICES")]
+        return [Gpu(ident, name, "CUDA_VISIBLE_DEVICES") for ident, name in _visible(found, "CUDA_VISIBLE_DEVICES", _mig_instances)]
     if vendor == "amd":
         run = _quiet(["rocminfo"])
         names = amd_gpu_names(run.stdout) if run is not None else []
         found = [(str(i), "", name) for i, name in enumerate(names)]
-        variable = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in os.environ else "ROCR_VISIBLE_DEVICES"
-        return [Gpu(ident, name, "HIP_VISIBLE_DEVICES") for ident, name in _visible(found, variable)]
+        return [Gpu(ident, name, "HIP_VISIBLE_DEVICES") for ident, name in _visible(found, "HIP_VISIBLE_DEVICES")]
     return []
 
 
-def _visible(found: list[tuple[str, str, str]], variable: str) -> list[tuple[str, str]]:
+def _mig_instances() -> dict[str, str]:
+    """Each MIG instance's UUID and the model of the GPU it is part of, from `nvidia-smi -L`."""
+    run = _quiet(["nvidia-smi", "-L"])
+    instances: dict[str, str] = {}
+    parent = ""
+    for line in (run.stdout if run is not None and run.ok else "").splitlines():
+        gpu = re.match(r"GPU \d+: (.+?) \(UUID: ", line)
+        if gpu:
+            parent = gpu.group(1)
+        mig = re.search(r"\bMIG .*\(UUID: (MIG-[^)\s]+)\)", line)
+        if mig:
+            instances[mig.group(1)] = parent
+    return instances
+
+
+def _visible(found: list[tuple[str, str, str]], variable: str,
+             instances: Callable[[], dict[str, str]] | None = None) -> list[tuple[str, str]]:
     """(UUID, else index, to select it by; model) of each listed GPU that `variable` leaves visible, in its order;
     an entry it names that is not listed ends the list there, as the CUDA runtime reads it."""
     given = os.environ.get(variable)
@@ -641,7 +657,12 @@ def _visible(found: list[tuple[str, str, str]], variable: str) -> list[tuple[str
     visible = []
     for item in (part.strip() for part in given.split(",")):
         match = next(((index, uuid, name) for index, uuid, name in found
-                      if item == index or (len(item) > 4 and item.startswith(("GPU-", "MIG-")) and uuid.startswith(item))), None)
+                      if item == index or (len(item) > 4 and item.startswith("GPU-") and uuid.startswith(item))), None)
+        if match is None and item.startswith("MIG-") and instances is not None:
+            mig = next(((uuid, name) for uuid, name in instances().items() if uuid.startswith(item)), None)
+            if mig is not None:
+                visible.append((item, mig[1]))
+                continue
         if match is None:
             break
         visible.append((match[1] or match[0], match[2]))
