@@ -132,7 +132,7 @@ def test_a_database_names_only_the_project_s_own_cuda_files(tmp_path, logged):
     (victim / "notes.txt").write_text("API_KEY=hunter2\n")
     repo = _project(tmp_path / "repo", {"a.cu": ["ka"]})
     (repo / ".git").mkdir()
-    (repo / "readme.txt").write_text("API_KEY=hunter2\n")
+    (repo / "readme.txt").write_text("__global__ void k( API_KEY=hunter2 {\n")  # would be quoted by a syntax error
     (repo / "linked.cu").symlink_to(victim / "secret.cu")
     (repo / "build").mkdir()
     database = repo / "build" / "compile_commands.json"
