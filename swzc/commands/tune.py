@@ -63,9 +63,10 @@ Exit codes:
   1  some jobs have none: their workers failed too often, or no GPU of their
      card model was found (rerun to finish them); with --report, some
      kernels are not tuned yet
-  2  bad input: a PATH that cannot be read or analysed (named on stderr;
-     the others are still tuned), a bad option, no GPU and no --bench-cmd,
-     a --store that is not a tune store
+  2  bad input: a PATH that cannot be read or analysed, or a job that could
+     not be carried out (each named on stderr; the others are still tuned,
+     and such a job is run again next time), a bad option, no GPU and no
+     --bench-cmd, a --store that is not a tune store
   3  an internal error
   130  interrupted (SIGINT or SIGTERM); every result stored so far is kept"""
 
