@@ -344,7 +344,7 @@ class Bencher:
         """Remove the builds (the loop's folder)."""
         if self._folder is not None:
             self._folder.cleanup()
-            self._folder, self._builder = None, None
+            self._folder, self._builder, self._shared, self._libs = None, None, None, {}
 
 
 @dataclass(frozen=True)
