@@ -71,15 +71,20 @@ def run(ray: Any, jobs: Sequence[Job], store: Store, retries: int = 2, replace: 
         pending[remote.options(**wanted).remote(job.as_dict())] = (job, tries)
         say("started", job, "on the cluster")
 
-    offered = ray.cluster_resources()
-    for job in jobs:
+    def placeable(job: Job) -> bool:
+        """Whether a node alive now can take the job; where none can, Ray would wait for one for ever."""
+        offered = ray.cluster_resources()
         wanted = "GPU" if job.card == ANY_CARD else f"{RESOURCE}{job.card}"
-        if not offered.get(wanted) or not offered.get("GPU"):  # Ray would wait for such a node for ever
-            why = "the cluster has no GPU" if not offered.get("GPU") else f"no node of the cluster has a {job.card}"
-            outcome.failed.append((job, why))
-            say("failed", job, why)
-            continue
-        submit(job, 1)
+        if offered.get(wanted) and offered.get("GPU"):
+            return True
+        why = "the cluster has no GPU" if not offered.get("GPU") else f"no node of the cluster has a {job.card}"
+        outcome.failed.append((job, why))
+        say("failed", job, why)
+        return False
+
+    for job in jobs:
+        if placeable(job):
+            submit(job, 1)
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
@@ -92,13 +97,13 @@ def run(ray: Any, jobs: Sequence[Job], store: Store, retries: int = 2, replace: 
                     say("failed", job, repr(exc.cause))
                     continue
                 except ray.exceptions.RayError as exc:  # its worker or node died, or Ray lost its result
-                    if tries <= retries:
+                    if tries > retries:
+                        outcome.failed.append((job, f"its worker failed {tries} times; last: {type(exc).__name__}"))
+                        say("failed", job, type(exc).__name__)
+                    elif placeable(job):  # (where no node is left for it, placeable says so)
                         outcome.retried += 1
                         say("retry", job, type(exc).__name__)
                         submit(job, tries + 1)
-                    else:
-                        outcome.failed.append((job, f"its worker failed {tries} times; last: {type(exc).__name__}"))
-                        say("failed", job, type(exc).__name__)
                     continue
                 if not isinstance(result, dict) or result.get("key") != job.key:
                     outcome.failed.append((job, "the worker's result is not this job's"))
