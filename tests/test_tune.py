@@ -421,6 +421,17 @@ def test_options_that_do_not_go_together_are_refused(tmp_path):
         assert result.exit_code == 2 and said in result.stderr, (args, result.output)
 
 
+def test_a_report_makes_no_store_and_an_address_nothing_answers_on_is_said_at_once(tmp_path):
+    folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})
+    report = CliRunner().invoke(main, ["tune", str(folder), "--store", str(tmp_path / "s.sqlite"), "--report"])
+    assert report.exit_code == 1 and "a.cu:2 ka: not tuned yet" in report.stdout and not (tmp_path / "s.sqlite").exists()
+    pytest.importorskip("ray")
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["tune", str(folder), "--store", str(tmp_path / "s.sqlite"), "--ray", "127.0.0.1:1"])
+    assert result.exit_code == 2 and "--ray 127.0.0.1:1: nothing answers there" in result.stderr
+    assert time.monotonic() - started < 30
+
+
 def test_without_a_gpu_or_a_command_nothing_is_measured(tmp_path, monkeypatch):
     monkeypatch.setenv("SWZC_NO_GPU", "1")
     folder = _project(tmp_path / "proj", {"a.cu": ["ka"]})

@@ -175,12 +175,16 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     for file, message, _ in plan.failed:
         clean.echo(f"swzc: error: {message}", err=True, kind="error")
     code = max((ExitCode(c) for _, _, c in plan.failed), default=ExitCode.OK)
-    with store.opened(where) as kept:
-        failed: list[tuple[Job, str]] = []
-        if report_only:
-            found = results.latest(plan, kept.of_files({j.digest for j in plan.jobs}), card)
-            counts: dict[str, int] = {"jobs": len(found), "stored_before": sum(1 for f in found if f.row is not None)}
-        else:
+    failed: list[tuple[Job, str]] = []
+    if report_only:
+        rows: list[dict] = []
+        if os.path.lexists(where):  # nothing stored yet: the report makes no store
+            with store.opened(where) as kept:
+                rows = kept.of_files({j.digest for j in plan.jobs})
+        found = results.latest(plan, rows, card)
+        counts: dict[str, int] = {"jobs": len(found), "stored_before": sum(1 for f in found if f.row is not None)}
+    else:
+        with store.opened(where) as kept:
             before = {key: row for key, row in kept.stored(j.key for j in plan.jobs).items() if row["final"]}
             counts = {"jobs": len(plan.jobs), "stored_before": len(before)}
             todo = [j for j in plan.jobs if retune or j.key not in before]  # an error or an unmeasured kernel: again

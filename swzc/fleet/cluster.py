@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +41,7 @@ def _ray() -> Any:
 def connect(address: str) -> Any:
     """Ray, connected to the cluster at ADDRESS (as `ray.init(address=...)` reads it: host:port, or "auto")."""
     ray = _ray()
+    _reachable(address)
     here = os.getcwd()
     os.chdir(tempfile.mkdtemp(prefix="swzc-ray-"))  # Ray puts the driver's working folder on its workers' import path
     try:
@@ -49,6 +51,17 @@ def connect(address: str) -> Any:
     finally:
         os.chdir(here)
     return ray
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """A HOST:PORT that nothing answers on is said at once: Ray itself would try it for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return  # "auto", "local", a ray:// address: Ray's to resolve
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise SwzcError(f"--ray {address}: nothing answers there ({exc.strerror or exc})", ExitCode.BAD_INPUT) from None
 
 
 def cards(ray: Any) -> list[str]:
