@@ -153,6 +153,7 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     if store_path is not None and store_path in ("", "-"):
         raise SwzcError(f"--store {store_path!r}: name a file (the store is not written to stdout)")
     where = store_path if store_path is not None else store.default_path()
+    workers = [] if report_only or ray_address else _local_workers(gpus, bench_cmd)  # no GPU: said before any work
     plan = planning.plan(paths, settings, [], plan_jobs)  # on any card: the card models are set below
     # --hw not given (on the command line or in a configuration): each card's jobs ranked with its own model
     hw_by_card = click.get_current_context().get_parameter_source("hw_name") == ParameterSource.DEFAULT
@@ -161,7 +162,6 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     for file in plan.files:  # neither the store nor the review is ever one of the files read
         outputs.check(file, [Output("--store", where), *([target] if target is not None else [])])
     ray = None
-    workers: list[local.Worker] = []
     if ray_address:
         from swzc.fleet import cluster
 
@@ -169,7 +169,6 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
         card_models = [c.strip() for c in cards.split(",") if c.strip()] if cards else cluster.cards(ray)
         plan = plan.on(card_models, hw_by_card) if card_models else plan
     elif not report_only:
-        workers = _local_workers(gpus, bench_cmd)
         card_models = sorted({w.card for w in workers} - {ANY_CARD})
         plan = plan.on(card_models, hw_by_card) if card_models else plan
     for file, message, _ in plan.failed:
