@@ -200,6 +200,27 @@ def _kernel_named(shown: str, kernel: str) -> bool:
     return bool(head) and head[-1].split("::")[-1] == kernel
 
 
+def _build_batch(builder: Builder, rewrite: Callable[[Formula], bytes], formulas: Sequence[Formula],
+                 libs: dict[str, Path | SwzcError], built: int, shared: list[tuple[list[str], Path]]
+                 ) -> tuple[int, list[Path | SwzcError]]:
+    """The candidates of `formulas` not in `libs` built with the `shared` jobs (the original, the harnesses) in one
+    batch of parallel compiles; each candidate's library, or why it has none, goes into `libs`.  Returns the count
+    of candidate libraries named so far (they are b1, b2, …) and what each shared job gave."""
+    todo, jobs = [], []
+    for formula in dict.fromkeys(f for f in formulas if f.name not in libs):
+        try:
+            data = rewrite(formula)
+        except SwzcError as exc:  # not spliced: nothing to build, said when it is measured
+            libs[formula.name] = exc
+            continue
+        built += 1
+        todo.append(formula)
+        jobs.append(builder.variant(f"b{built}", data))
+    done = builder.compile_each(jobs + shared)
+    libs.update((f.name, got) for f, got in zip(todo, done))
+    return built, done[len(jobs):]
+
+
 class Bencher:
     """One kernel's acceptance loop, a candidate at a time: a proposer may choose its next candidate from the
     results of the last (swzc.search.proposers).  `rewrite` gives the whole rewritten file for a formula; with
@@ -244,25 +265,14 @@ class Bencher:
         if self.plan is None:
             return
         builder = self._make_builder()
-        todo, jobs = [], []
-        for formula in dict.fromkeys(f for f in formulas if f.name not in self._libs):
-            try:
-                data = self.rewrite(formula)
-            except SwzcError as exc:  # not spliced: nothing to build, said when it is measured
-                self._libs[formula.name] = exc
-                continue
-            self._built += 1
-            todo.append(formula)
-            jobs.append(builder.variant(f"b{self._built}", data))
         shared = [] if self._shared is not None else [builder.variant("a", self.src.data),
                                                       builder.harness("", self.plan, self.hw.flush_bytes)]
-        built = builder.compile_each(jobs + shared)
-        self._libs.update((f.name, got) for f, got in zip(todo, built))
-        failed = next((got for got in built[len(jobs):] if isinstance(got, SwzcError)), None)
+        self._built, rest = _build_batch(builder, self.rewrite, formulas, self._libs, self._built, shared)
+        failed = next((got for got in rest if isinstance(got, SwzcError)), None)
         if failed is not None:
             self._libs = {name: failed for name in self._libs}  # no candidate can run without them
         elif shared:
-            self._shared = (built[len(jobs)], built[len(jobs) + 1])  # type: ignore[assignment]  # both paths
+            self._shared = (rest[0], rest[1])  # type: ignore[assignment]  # both paths
 
     def _build(self, formula: Formula) -> Build:
         """The candidate's library (prebuilt, or built now), with the original's and the harness built once for
@@ -397,21 +407,9 @@ class SizedBencher:
         """Build these candidates (with the original and the harnesses) in one batch of parallel compiles before
         any is measured: the loop then waits for one build, not one per candidate.  A build that fails is
         reported when its candidate is measured."""
-        todo, jobs = [], []
-        for formula in dict.fromkeys(f for f in formulas if f.name not in self._libs):
-            try:
-                data = self.rewrite(formula)
-            except SwzcError as exc:  # not spliced: nothing to build, said when it is measured
-                self._libs[formula.name] = exc
-                continue
-            self._built += 1
-            todo.append(formula)
-            jobs.append(self.builder.variant(f"b{self._built}", data))
         shared = [] if self._shared is not None else [self.builder.variant("a", self.src.data), *(
             self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
-        built = self.builder.compile_each(jobs + shared)
-        self._libs.update((f.name, got) for f, got in zip(todo, built))
-        rest = built[len(jobs):]
+        self._built, rest = _build_batch(self.builder, self.rewrite, formulas, self._libs, self._built, shared)
         failed = next((got for got in rest if isinstance(got, SwzcError)), None)
         if shared and failed is None:
             self._shared = (rest[0], rest[1:])  # type: ignore[arg-type]  # all paths
