@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from swzc import __version__
@@ -161,7 +162,7 @@ def _database_sources(database: str) -> list[str]:
     if notes:
         raise SwzcError(notes[0])
     folder = os.path.dirname(os.path.realpath(database))
-    root = next((f for f in (folder, *_parents(folder)) if os.path.exists(os.path.join(f, ".git"))), os.path.dirname(folder))
+    root = next((str(f) for f in (Path(folder), *Path(folder).parents) if (f / ".git").exists()), os.path.dirname(folder))
     kept = []
     for path in listed:
         real = os.path.realpath(path)
@@ -169,14 +170,6 @@ def _database_sources(database: str) -> list[str]:
                 and os.path.commonpath([root, real]) == root):
             kept.append(path)
     return kept
-
-
-def _parents(folder: str) -> list[str]:
-    found = []
-    while os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)
-        found.append(folder)
-    return found
 
 
 def _kernels(item: tuple[str, Settings]) -> dict[str, Any]:
