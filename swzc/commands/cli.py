@@ -165,6 +165,42 @@ def build_options(func: F) -> F:
     return func
 
 
+def program_options(func: F) -> F:
+    """--bench-cmd and the options that go with it: the user's own program, timed instead of the generated harness."""
+    for option in reversed((
+        click.option("--bench-cmd", metavar="CMD", help="Benchmark with your own program instead of the generated harness: a "
+                     "shell command run in a copy of FILE's folder ({file} is FILE's name, quoted for the shell) that prints a "
+                     "time in ms and a checksum."),
+        click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first."),
+        click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True,
+                     help="With --bench-cmd: timed runs per version."),
+        click.option("--bench-sizes", metavar="S1,S2,...", help="With --bench-cmd holding {size}: run it at each of these sizes "
+                     "(three or more spanning the crossover); a candidate is kept only if it is slower at none and faster at "
+                     "the largest."),
+        click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE",
+                     help="With --bench-cmd: where the time (ms) is in the output (first group that matches)."),
+        click.option("--check-regex", default=CHECK_PATTERN, show_default=False, metavar="RE",
+                     help="With --bench-cmd: where the check value is in the output; both versions must print the same."),
+    )):
+        func = option(func)
+    return func
+
+
+def program_bench(bench_cmd: str | None, build_cmd: str | None, runs: int, sizes: str | None, time_regex: str,
+                  check_regex: str) -> ProgramBench | None:
+    """The user's program as --bench-cmd and its options give it, checked (exit 2 on a bad one); None without it."""
+    if not bench_cmd:
+        if build_cmd or sizes:
+            raise SwzcError(f"{'--build-cmd' if build_cmd else '--bench-sizes'} goes with --bench-cmd")
+        return None
+    for pattern in (time_regex, check_regex):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
+    return ProgramBench(bench_cmd, build_cmd, runs, time_regex, check_regex, _bench_sizes(bench_cmd, sizes))
+
+
 def llm_options(func: F) -> F:
     """Where candidates come from, and the LLM's server (any OpenAI-compatible one) or a recorded transcript."""
     for option in reversed((
@@ -322,16 +358,7 @@ def verbosity() -> tuple[int, bool]:
 @llm_options
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
 @click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
-@click.option("--bench-cmd", metavar="CMD", help="Benchmark with your own program instead of the generated harness: a shell "
-              "command run in a copy of FILE's folder ({file} is FILE's name, quoted for the shell) that prints a time in ms and a checksum.")
-@click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first.")
-@click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True, help="With --bench-cmd: timed runs per version.")
-@click.option("--bench-sizes", metavar="S1,S2,...", help="With --bench-cmd holding {size}: run it at each of these sizes (three or "
-              "more spanning the crossover); a candidate is kept only if it is slower at none and faster at the largest.")
-@click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE",
-              help="With --bench-cmd: where the time (ms) is in the output (first group that matches).")
-@click.option("--check-regex", default=CHECK_PATTERN, show_default=False, metavar="RE",
-              help="With --bench-cmd: where the check value is in the output; both versions must print the same.")
+@program_options
 @click.option("--compile-flag", "compile_flags", multiple=True, metavar="FLAG",
               help="Extra flag for the compile check, e.g. --compile-flag=-Iinclude (repeatable).")
 @max_bytes_option
@@ -357,17 +384,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     if (swizzle or pinned) and proposer != "builtin":
         raise SwzcError(f"--swizzle forces the orders; it does not go with --proposer {proposer}")
     llm = build_llm(proposer, llm_model, base_url, llm_timeout, llm_retries, llm_replay)
-    program = None
-    if bench_cmd:
-        for pattern in (time_regex, check_regex):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
-        program = ProgramBench(bench_cmd, build_cmd, bench_runs, time_regex, check_regex, parse_bench_sizes(bench_cmd, bench_sizes))
+    program = program_bench(bench_cmd, build_cmd, bench_runs, bench_sizes, time_regex, check_regex)
+    if program is not None:
         bench = True if bench is None else bench
-    elif build_cmd or bench_sizes:
-        raise SwzcError(f"{'--build-cmd' if build_cmd else '--bench-sizes'} goes with --bench-cmd")
     if bench is None:
         bench = False  # benchmarking runs the file's own code: only when asked for
     elif bench and program is None and not gpu_present():
@@ -544,7 +563,7 @@ def probe(base_name: str, output: str | None, name: str | None, arch: str | None
         clean.echo(model, nl=False)
 
 
-def parse_bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
+def _bench_sizes(bench_cmd: str, text: str | None) -> tuple[int, ...]:
     """--bench-sizes S1,S2,...: each a positive integer, at most 16, given exactly when the command holds {size}."""
     if text is None:
         if "{size}" in bench_cmd:

@@ -14,7 +14,7 @@ import sys
 import click
 from click.core import ParameterSource
 
-from swzc.commands.cli import (build_options, parse_bench_sizes, guarded, json_option, max_bytes_option, set_option,
+from swzc.commands.cli import (build_options, guarded, json_option, program_bench, program_options, max_bytes_option, set_option,
                                verbosity, verbosity_options)
 from swzc.core import clean, outputs
 from swzc.core.errors import ExitCode, SwzcError
@@ -27,7 +27,6 @@ from swzc.report import emitters
 from swzc.report import tune as tune_report
 from swzc.report.emitters import FORMATS
 from swzc.verify.harness import ANY_CARD, Gpu, gpus, gpu_vendor
-from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN
 
 EPILOG = """\b
 Examples:
@@ -93,12 +92,7 @@ Exit codes:
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True, help="Candidates measured per kernel.")
 @click.option("--rounds", type=click.IntRange(3, 1000), default=30, show_default=True, help="Timed rounds per candidate (generated harness).")
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the files leave open.")
-@click.option("--bench-cmd", metavar="CMD", help="Time your own program instead of the generated harness ({file}: the source's name).")
-@click.option("--build-cmd", metavar="CMD", help="With --bench-cmd: build the program once per version first.")
-@click.option("--bench-runs", type=click.IntRange(1, 1000), default=5, show_default=True, help="With --bench-cmd: timed runs per version.")
-@click.option("--bench-sizes", metavar="S1,S2,...", help="With --bench-cmd holding {size}: run it at each of these sizes.")
-@click.option("--time-regex", default=TIME_PATTERN, show_default=False, metavar="RE", help="With --bench-cmd: where the time (ms) is in its output.")
-@click.option("--check-regex", default=CHECK_PATTERN, show_default=False, metavar="RE", help="With --bench-cmd: where the check value is.")
+@program_options
 @click.option("--gpus", metavar="N,N,...", help="The local GPUs to use, by their place among the visible ones (default: all).")
 @click.option("--ray", "ray_address", metavar="ADDRESS", help="Run the jobs on this Ray cluster (host:port, or auto).")
 @click.option("--cards", metavar="MODEL,...", help="With --ray: the card models to tune each kernel on (default: every model the "
@@ -130,14 +124,7 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
         raise SwzcError("--cards goes with --ray (local jobs are tuned on the card models of this machine's GPUs)")
     if ray_address and gpus:
         raise SwzcError("--gpus picks this machine's GPUs; with --ray the cluster places the jobs")
-    if bench_cmd:
-        for pattern in (time_regex, check_regex):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise SwzcError(f"bad regular expression {pattern!r}: {exc}") from None
-    elif build_cmd or bench_sizes:
-        raise SwzcError(f"{'--build-cmd' if build_cmd else '--bench-sizes'} goes with --bench-cmd")
+    program = program_bench(bench_cmd, build_cmd, bench_runs, bench_sizes, time_regex, check_regex)
     load_hw(hw_name)  # an unknown --hw, a bad --set, --grid or --block: exit 2 before any work
     parse_bindings(list(bindings))
     parse_launch_facts(grids, blocks)
@@ -147,7 +134,7 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
                         os.path.abspath(build_path) if build_path else None, grids, blocks, not no_compile,
                         tuple(_absolute(flag) for flag in compile_flags),
                         max_iterations, rounds, os.path.abspath(launch_spec) if launch_spec else None, bench_cmd, build_cmd, bench_runs,
-                        parse_bench_sizes(bench_cmd, bench_sizes) if bench_cmd else (), time_regex, check_regex, max_bytes)
+                        program.sizes if program is not None else (), time_regex, check_regex, max_bytes)
     target = Output("-o", output) if output and output != STDOUT else None
     quiet, verbose = verbosity()
     if store_path is not None and store_path in ("", "-"):
