@@ -381,3 +381,43 @@ def test_a_key_swzc_does_not_know_is_said_to_be_unknown(tmp_path):
     path.write_text("[tool.swzc]\nfrobnicate = 1\n")
     with pytest.raises(SwzcError, match=r"\[tool.swzc\] frobnicate: unknown \(keys: block, build-path, "):
         config.load(path)
+
+
+def test_the_project_s_file_is_found_from_the_files_folder_wherever_swzc_runs(project, tmp_path_factory, monkeypatch):
+    configure(project, 'hw = "mi300x"\ninclude-dir = ["include"]\n')
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)  # no pyproject.toml here or above: the file's own project configures it
+    gemm = str(project / "src" / "g.cu")
+    for args in (["rewrite", gemm, "--no-compile", "--json"], ["rewrite", "--no-compile", "--json", "--", gemm],
+                 ["-v", "rewrite", "--hw=mi300x", "-o", str(elsewhere / "out.cu"), gemm, "--no-compile", "--json"]):
+        result = CliRunner().invoke(main, args)
+        doc = json.loads(result.stdout)
+        assert doc["hw"] == "mi300x" and doc["kernels"][0]["candidates"], (args, result.output)
+    (elsewhere / "pyproject.toml").write_text('[tool.swzc]\nhw = "h100"\n')  # the working directory's own is not FILE's
+    assert json.loads(CliRunner().invoke(main, ["rewrite", gemm, "--no-compile", "--json"]).stdout)["hw"] == "mi300x"
+
+
+def test_several_files_are_configured_from_the_folder_that_holds_them_all(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    for sub in ("a", "b", "a/x"):
+        (tmp_path / sub).mkdir(exist_ok=True)
+    _pyproject(tmp_path / "a", '[tool.swzc]\nhw = "h100"\n')
+    top = _pyproject(tmp_path, '[tool.swzc]\nhw = "mi300x"\n')
+    monkeypatch.chdir(tmp_path / "b")
+    assert config.find_for([str(tmp_path / "a" / "x" / "k.cu")]) == tmp_path / "a" / "pyproject.toml"
+    assert config.find_for([str(tmp_path / "a")]) == tmp_path / "a" / "pyproject.toml"  # a folder named: its own
+    assert config.find_for([str(tmp_path / "a" / "k.cu"), str(tmp_path / "a" / "x")]) == tmp_path / "a" / "pyproject.toml"
+    assert config.find_for([str(tmp_path / "a" / "k.cu"), "../b/k.cu"]) == top  # a and b: their common folder's
+    assert config.find_for([str(tmp_path / "a" / "gone" / "deeper" / "k.cu")]) == tmp_path / "a" / "pyproject.toml"
+    assert config.find_for([]) == config.find_for(["-"]) == top  # none named: the working directory's
+
+
+def test_the_files_are_read_from_the_command_line_without_running_any_option_s_callback(project, monkeypatch):
+    ran = []
+    import swzc.commands.cli as cli
+
+    monkeypatch.setattr(cli.config, "find_for", lambda paths: ran.append(list(paths)))
+    CliRunner().invoke(main, ["-q", "rewrite", "--set", "N=4", "-o", "out.cu", "g.cu", "--no-compile"])
+    CliRunner().invoke(main, ["suggest", "a.cu", "--bogus", "b.cu"])  # click refuses it later: nothing named here
+    CliRunner().invoke(main, ["probe", "--help"])
+    assert ran == [["g.cu"], [], []]

@@ -129,6 +129,7 @@ class Commands(click.Group):
             raise
 
     def invoke(self, ctx: click.Context) -> Any:
+        ctx.meta[COMMAND_ARGS] = list(ctx.args)  # the command's own arguments: where its files are (`named_paths`)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -278,12 +279,13 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
 
     Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
     (hardware, sizes, grids, include folders, defines) in [tool.swzc] of the project's pyproject.toml
-    (the first one here or above, up to the git root); options on the command line override them.
+    (the first one in the folder of the files named, or above, up to the git root); options on the command
+    line override them.
     Colour and progress bars appear only on a terminal; NO_COLOR turns colour off, FORCE_COLOR on.
     """
     ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}
     settings = config.load_user()
-    found = config.find()
+    found = config.find_for(named_paths(ctx))
     if found is not None:
         ctx.obj["config"] = str(found)
         settings = {**settings, **config.load(found)}  # the project's facts over the user's defaults
@@ -291,6 +293,29 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
         invoked = main.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
         commands = [invoked] if invoked is not None else []
         ctx.default_map = config.default_map(commands, settings)
+
+
+COMMAND_ARGS = "swzc.command_args"
+
+
+def named_paths(ctx: click.Context) -> list[str]:
+    """The values of the invoked command's arguments (its FILE, FILES or PATHS), read from its command line by
+    click's own parser alone: no option's callback or type runs here, and a command line click will refuse
+    names none."""
+    command = main.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+    if command is None:
+        return []
+    probe = click.Context(command, parent=ctx, info_name=ctx.invoked_subcommand, resilient_parsing=True)
+    try:
+        opts, _, _ = command.make_parser(probe).parse_args(list(ctx.meta.get(COMMAND_ARGS, [])))
+    except click.ClickException:
+        return []
+    named: list[str] = []
+    for param in command.params:
+        if isinstance(param, click.Argument) and param.name in opts:
+            value = opts[param.name]
+            named += [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
+    return named
 
 
 def each_file(done: Iterable[T], files: Sequence[str], what: str) -> Iterator[T]:

@@ -4,8 +4,9 @@
   user's choices: what swzc asks and runs (the proposer, the LLM server and model, compile flags, limits).
   Its keys are the long option names at the top level.  It is read only when it is a regular file of the
   user's own that no one else may write to.
-- The project's file is the first pyproject.toml with a `[tool.swzc]` table in the working directory or a
-  folder above it, up to the root of the git work tree.  It comes with the code, from whoever wrote it, so
+- The project's file is the first pyproject.toml with a `[tool.swzc]` table in the folder that holds every file
+  named on the command line (the working directory where none is) or a folder above it, up to the root of the
+  git work tree.  It comes with the code, from whoever wrote it, so
   it may set only facts about that code (PROJECT_KEYS: the hardware model, sizes, grids, include folders,
   defines, the compilation database, the benchmark's launch) and compile flags of a few harmless forms
   (PROJECT_COMPILE_FLAGS).  What is asked or run, and where output goes, is the user's alone.
@@ -19,6 +20,7 @@ import os
 import re
 import stat
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,18 @@ def user_file() -> Path | None:
             return None
         base = os.path.join(home, ".config")
     return Path(base) / "swzc" / "config.toml"
+
+
+def find_for(paths: Sequence[str]) -> Path | None:
+    """The project's file for the files and folders named (`find` from the folder that holds them all); from the
+    working directory where none is named."""
+    folders = []
+    for name in paths:
+        if not name or name == "-":
+            continue
+        path = Path(os.path.abspath(name))
+        folders.append(str(path if path.is_dir() else path.parent))
+    return find(Path(os.path.commonpath(folders)) if folders else None)
 
 
 def find(start: Path | None = None) -> Path | None:
