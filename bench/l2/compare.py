@@ -147,11 +147,44 @@ def main() -> None:
                      f"{fastest} | {place} | {top} | {timed_first} | {spread} |")
     lines += ["", f"Mean absolute error over all {len(errors)} measurements: {statistics.mean(errors):.1f} points "
               f"(max {max(errors):.1f})."]
+    lines += _dram_table(per_kernel)
     lrc = [path for path in args.lrc.split(",") if Path(path).is_file()]
     if lrc:
         lines += _merged_table(lrc, predicted)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-len(per_kernel) - 4:]))
+
+
+def _dram_table(per_kernel: dict[str, list[tuple[dict, object]]], within: float = 0.15, pick: float = 0.03) -> list[str]:
+    """Per kernel: predicted DRAM bytes (read misses + writes) against ncu's `dram__bytes_read.sum` +
+    `dram__bytes_write.sum`, and the order the model predicts to move the fewest bytes against the order
+    measured to move the fewest."""
+    lines = ["", "## DRAM bytes", "",
+             f"Measured: ncu's `dram__bytes_read.sum` + `dram__bytes_write.sum`. Predicted: the model's read misses and "
+             f"writes, in bytes. Error: predicted / measured - 1. The model's least-bytes order: the order it predicts "
+             f"to move the fewest bytes (identity on a tie); its measured bytes over the least measured of any order.", "",
+             f"| kernel | constants | orders | within {within:.0%} | median error | worst error (order) | model's least-bytes "
+             f"order | measured least-bytes order | model's pick over the least | within {pick:.0%} |",
+             "|---|---|---:|---:|---:|---|---|---|---:|---|"]
+    held = []
+    for kernel, rows in per_kernel.items():
+        errs = [(p.dram_bytes / max(1, r["dram_read_bytes"] + r.get("dram_write_bytes", 0)) - 1, r["candidate"]) for r, p in rows]
+        worst = max(errs, key=lambda e: abs(e[0]))
+        ours = min(rows, key=lambda rp: (rp[1].dram_bytes, rp[0]["candidate"] != "identity"))[0]
+        least = min(rows, key=lambda rp: rp[0]["dram_read_bytes"] + rp[0].get("dram_write_bytes", 0))[0]
+        over = (ours["dram_read_bytes"] + ours.get("dram_write_bytes", 0)) / max(1, least["dram_read_bytes"] + least.get("dram_write_bytes", 0)) - 1
+        good = sum(abs(e) <= within for e, _ in errs)
+        if kernel not in FIT:
+            held.append((good, len(errs)))
+        lines.append(f"| {kernel} | {'fitted' if kernel in FIT else 'held out'} | {len(rows)} | {good} | "
+                     f"{statistics.median(e for e, _ in errs):+.1%} | {worst[0]:+.1%} ({worst[1]}) | {ours['candidate']} | "
+                     f"{least['candidate']} | {over:+.1%} | {'yes' if over <= pick else 'no'} |")
+    total = sum(len(rows) for rows in per_kernel.values())
+    good = sum(sum(abs(p.dram_bytes / max(1, r["dram_read_bytes"] + r.get("dram_write_bytes", 0)) - 1) <= within
+                   for r, p in rows) for rows in per_kernel.values())
+    lines += ["", f"Within {within:.0%} of the measured DRAM bytes: {good} of {total} (kernel, order) pairs; "
+              f"held-out kernels: {sum(g for g, _ in held)} of {sum(n for _, n in held)}."]
+    return lines
 
 
 def ncu_page(path: str | Path, prefixes: tuple[str, ...] = ("lrc__",)) -> dict[str, dict[str, float]]:

@@ -2,6 +2,13 @@
 """Fit the L2 model's two in-step constants on half of the measured kernels; report both halves.
 
     python3 bench/l2/fit.py [--results A.json,B.json] [--hw h200] [--out bench/results/l2_fit_h200.json]
+    python3 bench/l2/fit.py --dram [--out bench/results/l2_fit_dram_h200.json]
+
+With --dram it fits, on the same half, the two constants that decide the predicted DRAM bytes: UNIQUE (the share
+of the effective L2 distinct data may use at the home level) and SOFTNESS (how soft the LRU edge is), with
+IN_STEP and MERGED as they are; the objective is the mean over the FIT kernels of each one's mean absolute log
+ratio of predicted to measured DRAM bytes (a factor of 2 over or under counts the same), and the report adds, per kernel, the hit rate's error at the
+same constants and how many measured bytes the model's least-bytes order moves over the least of any order.
 
 The constants are swzc.model.l2model's IN_STEP (the share of reuses between co-resident blocks that happen in
 step) and MERGED (the share of those the L2 request coalescer merges before L2).  EFFECTIVE and SOFTNESS stay
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import json
 import statistics
 import time
@@ -23,7 +31,7 @@ from swzc.target import hw as hwmodels
 from swzc.frontend import source
 from swzc.analysis.kernels import analyze
 from swzc.model.footprint import Footprint
-from swzc.model.l2model import EFFECTIVE, SOFTNESS, L2Model
+from swzc.model.l2model import EFFECTIVE, IN_STEP, MERGED, SOFTNESS, UNIQUE, L2Model
 from swzc.formulas.prove import dispatch_maps
 from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, resident_at
 from swzc.model.residency import residency
@@ -38,6 +46,8 @@ FIT = ("naive_gemm", "wmma_gemm", "attention_decode", "smem_gemm")
 HELD_OUT = ("naive_gemm_8192", "gemm_bf16_wmma", "stencil2d", "transpose", "tiled_gemm", "async_gemm")  # the last two: measured after a fit
 IN_STEP_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MERGED_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+UNIQUE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+SOFTNESS_GRID = (0.25, 0.5, 0.75)
 DEFAULT_RESULTS = ("bench/results/l2_ncu_h200.json,bench/results/l2_ncu_h200_issue12.json,bench/results/l2_ncu_h200_family.json,"
                    "bench/results/l2_ncu_h200_tiled.json,bench/results/l2_ncu_h200_async.json")
 
@@ -74,9 +84,28 @@ class Kernel:
         self.maps = dispatch_maps([(s, fp.adapter) for s in specs], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)
 
     def errors(self, in_step: float, merged: float) -> list[float]:
-        model = L2Model(self.fp, self.hw, self.resident, EFFECTIVE, SOFTNESS, in_step, merged)
-        return [model.predict(r["candidate"], order, self.fp.adapter, self.fp.divisor).l2_hit_rate - r["l2_hit_pct"]
+        return [p.l2_hit_rate - r["l2_hit_pct"] for r, p in zip(self.rows, self.predictions(in_step, merged))]
+
+    def predictions(self, in_step: float = IN_STEP, merged: float = MERGED, unique: float = UNIQUE, softness: float = SOFTNESS) -> list:
+        model = L2Model(self.fp, self.hw, self.resident, EFFECTIVE, softness, in_step, merged, unique=unique)
+        blocks = self.fp.grid[0] * self.fp.grid[1] * self.fp.grid[2]  # a larger grid is modelled over its first blocks
+        return [model.predict(r["candidate"], order, self.fp.adapter, self.fp.divisor).scaled(blocks / order.shape[0])
                 for r, order in zip(self.rows, self.maps)]
+
+    def dram(self, unique: float, softness: float) -> dict[str, float]:
+        """At these constants: the DRAM bytes' mean absolute log ratio (predicted over measured: over- and
+        under-predictions by the same factor count the same) and mean absolute relative error, the share within 15 %, the hit rate's
+        mean absolute error, and the measured bytes of the model's least-bytes order over the least measured."""
+        predicted = self.predictions(unique=unique, softness=softness)
+        measured = [r["dram_read_bytes"] + r.get("dram_write_bytes", 0) for r in self.rows]
+        errors = [p.dram_bytes / max(1, m) - 1 for p, m in zip(predicted, measured)]
+        logs = [abs(math.log(max(p.dram_bytes, 1.0) / max(1, m))) for p, m in zip(predicted, measured)]
+        ours = min(range(len(predicted)), key=lambda i: (predicted[i].dram_bytes, self.rows[i]["candidate"] != "identity"))
+        return {"dram_log_error": round(statistics.mean(logs), 3),
+                "dram_error": round(statistics.mean(abs(e) for e in errors), 3),
+                "within_15": round(sum(abs(e) <= 0.15 for e in errors) / len(errors), 3),
+                "hit_mae": round(mae([p.l2_hit_rate - r["l2_hit_pct"] for r, p in zip(self.rows, predicted)]), 2),
+                "least_bytes_pick_over": round(measured[ours] / min(measured) - 1, 3)}
 
 
 def mae(errors: list[float]) -> float:
@@ -87,11 +116,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--results", default=DEFAULT_RESULTS)
     parser.add_argument("--hw", default="h200")
-    parser.add_argument("--out", default="bench/results/l2_fit_h200.json")
+    parser.add_argument("--out")
+    parser.add_argument("--dram", action="store_true", help="fit UNIQUE and SOFTNESS against the DRAM bytes")
     args = parser.parse_args()
     hw = hwmodels.load(args.hw)
     rows = measurements(args.results.split(","))
     kernels = {name: Kernel(name, [r for r in rows if r["kernel"] == name], hw) for name in (*FIT, *HELD_OUT)}
+    if args.dram:
+        fit_dram(kernels, args.results, args.hw, args.out or f"bench/results/l2_fit_dram_{args.hw}.json")
+        return
+    args.out = args.out or f"bench/results/l2_fit_{args.hw}.json"
     start = time.perf_counter()
     tried = []
     for in_step, merged in itertools.product(IN_STEP_GRID, MERGED_GRID):
@@ -111,6 +145,27 @@ def main() -> None:
            "chosen": {"IN_STEP": chosen[0], "MERGED": chosen[1]}, "kernels": report, "tried": tried,
            "seconds": round(time.perf_counter() - start, 1)}
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in doc.items() if k != "tried"}, indent=1))
+
+
+def fit_dram(kernels: dict[str, Kernel], results: str, hw: str, out: str) -> None:
+    start = time.perf_counter()
+    tried = []
+    for unique, softness in itertools.product(UNIQUE_GRID, SOFTNESS_GRID):
+        fit = {name: kernels[name].dram(unique, softness)["dram_log_error"] for name in FIT}
+        tried.append({"unique": unique, "softness": softness, "fit_dram_error": fit})
+        print(f"UNIQUE {unique:.2f} SOFTNESS {softness:.2f}: " + " ".join(f"{k} {v:.3f}" for k, v in fit.items()), flush=True)
+    best = min(tried, key=lambda t: statistics.mean(t["fit_dram_error"].values()))
+    chosen = (best["unique"], best["softness"])
+    report = {name: {"half": "fit" if name in FIT else "held out", "orders": len(k.rows), "at_fit": k.dram(*chosen),
+                     "before": k.dram(UNIQUE, SOFTNESS)} for name, k in kernels.items()}
+    doc = {"command": f"python3 bench/l2/fit.py --dram --results {results} --hw {hw}", "results": results.split(","),
+           "fit_kernels": list(FIT), "held_out_kernels": list(HELD_OUT),
+           "objective": "the mean over the fit kernels of each one's mean absolute log ratio of predicted to measured DRAM bytes",
+           "constants_before": {"UNIQUE": UNIQUE, "SOFTNESS": SOFTNESS, "IN_STEP": IN_STEP, "MERGED": MERGED},
+           "chosen": {"UNIQUE": chosen[0], "SOFTNESS": chosen[1]}, "kernels": report, "tried": tried,
+           "seconds": round(time.perf_counter() - start, 1)}
+    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps({k: v for k, v in doc.items() if k != "tried"}, indent=1))
 
 

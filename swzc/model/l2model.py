@@ -76,6 +76,10 @@ from swzc.target.hw import HardwareModel
 # GEMMs of bench/results/l2_ncu_h200.json before the phase model, and kept.
 EFFECTIVE = 0.8
 SOFTNESS = 0.25
+# The share of that capacity the model lets distinct data use at the home level (what DRAM is read for); the
+# rest would be taken by near-partition copies.  1: none.  bench/l2/fit.py --dram fits it against ncu's DRAM
+# bytes (bench/results/l2_fit_dram_h200.json); the ranking keeps 1 until that fit holds on held-out kernels.
+UNIQUE = 1.0
 # Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
 # between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
 IN_STEP = 0.7
@@ -173,7 +177,8 @@ class L2Model:
 
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
                  softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED,
-                 near_readers: int = NEAR_READERS, crisp_first_wave: bool = True, crisp_waves: bool = False) -> None:
+                 near_readers: int = NEAR_READERS, crisp_first_wave: bool = True, crisp_waves: bool = False,
+                 unique: float = UNIQUE) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
@@ -187,6 +192,7 @@ class L2Model:
         self.unit = hw.l2_sector_bytes
         self.capacity = effective * hw.l2_bytes_per_domain / self.unit
         self.softness = softness
+        self.unique = unique  # the share of `capacity` distinct data may use at the home level
         far = 1.0 - 1.0 / hw.l2_partitions if hw.vendor == "nvidia" and hw.chiplets == 1 else 0.0
         self.far_share = far  # requests homed in a far L2 partition
         self.reads = _streams(fp, self.unit, write=False)
@@ -279,7 +285,7 @@ class L2Model:
         missed = [0.0, 0.0]
         merged = 0.0
         partitions = self.hw.l2_partitions
-        levels = [kept(self.capacity)]
+        levels = [kept(self.capacity * self.unique)]
         if self.far_share:
             levels.append(kept(self.capacity / partitions))
         owns: dict[tuple, np.ndarray] = {}
