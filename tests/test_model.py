@@ -591,6 +591,62 @@ def test_the_dram_floor_counts_each_sector_once_and_says_where_it_is_a_bound():
     assert not bound.exact and bound.bytes > 0
 
 
+def test_a_gemm_s_io_bound_is_the_pebbling_bound_for_its_sizes_and_the_l2(tmp_path):
+    import math
+    from swzc.model import rank as ranking
+    from swzc.model.floor import compulsory
+
+    (tmp_path / "g.cu").write_text(NAIVE_GEMM)
+    ctx = FileContext(load(str(tmp_path / "g.cu")))
+    hw = hwmodels.load("h200")
+    got = ranking.rank(ctx, analyze(ctx).kernels[0], hw)
+    p = got.floor.product
+    assert (p.m, p.n, p.k, p.batch, p.arrays) == (4096, 4096, 4096, 1, ("A", "B", "C"))
+    reads = 2 * 4096 ** 3 / math.sqrt(hw.l2_bytes / 4) * 4  # 2mnk / sqrt(S) elements of A and B, 4 bytes each
+    assert p.bytes == int(reads + 4096 * 4096 * 4)  # and C written once
+    assert got.floor.over_bound(got.identity.dram_bytes) == got.identity.dram_bytes / p.bytes
+    small = compulsory(got.footprint, 1 << 40)  # an L2 that holds everything: the bound is the compulsory floor, not shown
+    assert small.product is None and small.bytes == got.floor.bytes
+    assert compulsory(got.footprint).product is None  # no L2 size given
+
+
+def _panel(rows, row_bytes, stride):
+    """The sectors of `rows` rows of `row_bytes` bytes, `stride` bytes apart."""
+    return np.unique(np.concatenate([np.arange(i * stride, i * stride + row_bytes, 32) // 32 for i in range(rows)]))
+
+
+def _product_of(*accesses, tiles=(8, 8, 1)):
+    from swzc.model.floor import compulsory
+    from swzc.model.footprint import Footprint
+    from swzc.model.footprint.sites import Access
+
+    made = tuple(Access(name, write, 4, offsets, sectors, 1) for name, write, offsets, sectors in accesses)
+    return compulsory(Footprint("k", (tiles[1], tiles[0], tiles[2]), (16, 16, 1), tiles, made, (), 256, "2d"), 1 << 14).product
+
+
+def test_only_the_shape_of_a_matrix_product_gets_an_io_bound():
+    # C (128 x 128) = A (128 x 1024) B (1024 x 128), floats, row-major, 8 x 8 tiles of 16 x 16, a 16 KiB L2
+    a = ("A", False, (16 * 4096, 0, 0), _panel(16, 4096, 4096))  # each tile row's 16 rows of A
+    b = ("B", False, (0, 64, 0), _panel(1024, 64, 512))  # each tile column's 16 columns of B
+    c = ("C", True, (16 * 512, 64, 0), _panel(16, 64, 512))
+    got = _product_of(a, b, c)
+    assert (got.m, got.n, got.k, got.batch) == (128, 128, 1024, 1)
+    assert got.bytes == int(2 * 128 * 128 * 1024 / 64 * 4 + 128 * 128 * 4)  # sqrt(16 KiB / 4 B) = 64
+    assert _product_of(a, b, c, ("C", False, c[2], c[3])) == got  # C = A B + C reads its result too
+    assert _product_of(a, c) is None  # no column panel
+    assert _product_of(a, b, c, ("alpha", False, (0, 0, 0), np.arange(1))) == got  # a scalar every block reads
+    assert _product_of(a, b, c, ("bias", False, (0, 64, 0), np.arange(2))) is None  # a second column-panel array
+    assert _product_of(a, b, c, ("mask", False, (16 * 512, 64, 0), c[3])) is None  # another array read tile by tile
+    assert _product_of(a, b, c, ("A", False, (16 * 4096, 64, 0), np.arange(1))) is None  # A read a second way too
+    assert _product_of(("A", False, (16 * 4096, 64, 0), a[3]), b, c) is None  # A moves with both axes: not a panel
+    assert _product_of(a, b, c, ("D", True, c[2], c[3])) is None  # two results
+    z = 1 << 30
+    batched = [(n, w, (o[0], o[1], z), sec) for n, w, o, sec in (a, b, c)]
+    got4 = _product_of(*batched, tiles=(8, 8, 4))
+    assert (got4.m, got4.n, got4.k, got4.batch) == (128, 128, 1024, 4) and got4.bytes == 4 * got.bytes
+    assert _product_of(batched[0], b, batched[2], tiles=(8, 8, 4)) is None  # every slice reads one B: not independent
+
+
 def test_an_order_from_outside_predicted_to_move_more_bytes_is_rejected_before_it_is_chosen_or_measured(monkeypatch, tmp_path):
     from swzc.formulas.swizzles import CustomSwizzle
     from swzc.model.l2model import Prediction

@@ -237,6 +237,9 @@ def test_show_svg_with_html_page(work):
     # the DRAM floor beside the predictions: 3 matrices of 4096 x 4096 floats, and each order as a multiple of it
     assert "DRAM floor: 201 MB, each sector the grid reads or writes moved once." in page
     assert "<th>× floor</th>" in page and "<td>serpentine:64</td><td>98.3 %</td><td>367 MB</td><td>1.82x</td>" in page
+    # a GEMM: the matrix product's I/O bound too, and each order as a multiple of it
+    assert "<th>× I/O bound</th>" in page and "<td>1.82x</td><td>1.79x</td>" in page
+    assert "I/O bound: 206 MB, the least DRAM traffic any order of a matrix product C = A B, 4096 x 4096 x 4096 can" in page
 
 
 def test_show_html_escapes_a_hostile_file_name(work):

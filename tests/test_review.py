@@ -27,6 +27,7 @@ from swzc.report.findings import REFUSAL_RULES, findings_from, line_hunks, parse
 from swzc.pipeline.driver import Options, load_hw, rewrite_file
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"  # OASIS's, errata 01
+RDJSON_SCHEMA = Path(__file__).resolve().parent / "schemas" / "rdjson-DiagnosticResult.json"  # reviewdog's (rdjson-LICENSE)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
@@ -241,6 +242,7 @@ def test_a_refused_kernel_is_a_display_only_finding_per_rule_in_sarif_and_rdjson
 
     both = invoke("review", "gemm.cu", "refused.cu", "--format", "rdjson")
     assert both.exit_code == 1, both.output
+    _validate_rdjson(json.loads(both.stdout))
     diagnostics = json.loads(both.stdout)["diagnostics"]
     refusals = [d for d in diagnostics if d["code"]["value"] != "SWZ001"]
     assert [(d["code"]["value"], d["location"]) for d in refusals] == [
@@ -294,6 +296,22 @@ def test_the_patch_applies_with_git_and_gives_what_rewrite_writes(repo):
 # rdjson
 
 
+def _validate_rdjson(doc: dict) -> None:
+    schema = json.loads(RDJSON_SCHEMA.read_text())
+    jsonschema.Draft4Validator(schema).validate(doc)
+
+
+def test_a_broken_rdjson_document_fails_reviewdog_s_schema():
+    """The schema check can fail: a severity reviewdog does not know, a line that is not a number."""
+    good = {"source": {"name": "swzc"}, "diagnostics": [{"message": "m", "location": {"path": "k.cu", "range": {
+        "start": {"line": 2}}}, "severity": "WARNING"}]}
+    _validate_rdjson(good)
+    for broken in ({**good, "severity": "FATAL"}, {"diagnostics": [{**good["diagnostics"][0], "severity": "LOUD"}]},
+                   {"diagnostics": [{"message": "m", "location": {"path": "k.cu", "range": {"start": {"line": "two"}}}}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            _validate_rdjson(broken)
+
+
 def _rdjson_edits(doc: dict) -> list[tuple[int, int, str]]:
     edits = []
     for d in doc["diagnostics"]:
@@ -310,6 +328,7 @@ def test_rdjson_suggestions_applied_give_the_rewrite(repo, name):
     result = invoke("review", f"src/{name}", "--format", "rdjson")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
+    _validate_rdjson(doc)
     assert doc["source"]["name"] == "swzc"
     assert {d["location"]["path"] for d in doc["diagnostics"]} == {f"src/{name}"}
     assert {d["code"]["value"] for d in doc["diagnostics"]} == {"SWZ001"}

@@ -5,10 +5,24 @@ traffic a better order could still save; 1.0 is the floor itself.
 Counted from the footprint (swzc.model.footprint): each access's sectors for one block, moved block by block over
 the tile grid, as merged byte intervals per array (swzc.model.footprint.sets.grid_intervals), reads and writes
 apart.  Where listing them would pass the enumeration budget an access counts its whole span instead, and the
-floor is marked as an upper bound (`exact` False)."""
+floor is marked as an upper bound (`exact` False).
+
+Where the kernel is a matrix product, a tighter floor holds for any order: with an L2 of S bytes, no schedule of
+the m x n x k multiply-adds moves fewer than 2mnk / sqrt(S / e) elements of A and B between DRAM and the L2
+(e bytes per element), plus the m x n results written once: the red-blue pebbling bound for matrix
+multiplication (Kwasniewski et al., "Red-blue pebbling revisited", SC 2019).  A kernel is taken to be one when
+its footprint has the product's shape: one array read in row panels (each tile row's blocks read the same part,
+other tile rows other parts), one read in column panels, one written tile by tile, and nothing else read but
+what every block reads alike (a scale factor) and the result itself (C = A B + C).  m k, k n and m n are then
+those arrays' distinct elements over the grid (the compulsory counts above), so m n k = sqrt(mk * kn * mn), per
+z slice where the grid has several and every array moves with z.  The bound assumes each result combines its
+row's and its column's elements pairwise, as a matrix product does; it is shown only where it is above the
+compulsory floor.  With separate L2s (one per chiplet) S is one of them: each does its share of the products
+against its own."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,18 +32,38 @@ from swzc.model.footprint.sets import SECTOR, grid_intervals, merged
 
 
 @dataclass(frozen=True)
+class Product:
+    """A kernel found to be a matrix product, and the least DRAM traffic any order of it can reach."""
+
+    m: int  # rows of the result
+    n: int  # columns of the result
+    k: int  # the inner dimension
+    batch: int  # independent products (z slices)
+    bytes: int  # the I/O lower bound: 2mnk / sqrt(S / e) elements read, the results written once (x batch)
+    arrays: tuple[str, str, str]  # the row-panel, column-panel and result arrays
+
+
+@dataclass(frozen=True)
 class Floor:
     bytes: int  # distinct sectors read plus distinct sectors written, over the whole grid, x 32
     exact: bool  # False: some access counted by its span (the floor is at most this)
+    product: Product | None = None  # where the kernel is a matrix product and the L2's size was given
 
     def times(self, dram_bytes: float) -> float | None:
         """`dram_bytes` as a multiple of the floor (None with no traffic at all)."""
         return dram_bytes / self.bytes if self.bytes else None
 
 
-def compulsory(fp: Footprint) -> Floor:
-    """The footprint's compulsory DRAM traffic over its whole grid."""
+    def over_bound(self, dram_bytes: float) -> float | None:
+        """`dram_bytes` as a multiple of the matrix product's I/O lower bound (None where there is none)."""
+        return dram_bytes / self.product.bytes if self.product is not None and self.product.bytes else None
+
+
+def compulsory(fp: Footprint, l2_bytes: int = 0) -> Floor:
+    """The footprint's compulsory DRAM traffic over its whole grid; with `l2_bytes` (one L2's), the I/O lower
+    bound too where the kernel is a matrix product."""
     total, exact = 0, True
+    distinct: dict[tuple[str, bool], int] = {}  # bytes per (array, written)
     for write in (False, True):
         by_array: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
         for access in fp.accesses:
@@ -40,7 +74,46 @@ def compulsory(fp: Footprint) -> Floor:
             found = by_array.setdefault(access.array, ([], []))
             found[0].append(starts)
             found[1].append(ends)
-        for starts_list, ends_list in by_array.values():
+        for array, (starts_list, ends_list) in by_array.items():
             starts, ends = merged(np.concatenate(starts_list), np.concatenate(ends_list))
-            total += int((ends - starts).sum())
-    return Floor(total // SECTOR * SECTOR, exact)
+            distinct[array, write] = int((ends - starts).sum())
+            total += distinct[array, write]
+    floor = total // SECTOR * SECTOR
+    product = _product(fp, distinct, l2_bytes) if exact and l2_bytes else None
+    return Floor(floor, exact, product if product is not None and product.bytes > floor else None)
+
+
+def _product(fp: Footprint, distinct: dict[tuple[str, bool], int], l2_bytes: int) -> Product | None:
+    """The matrix product the footprint has the shape of (see the module's docstring), with its I/O bound."""
+    rows, cols, slices = fp.tiles
+    if rows < 2 or cols < 2:
+        return None
+    moves: dict[tuple[str, bool], set[tuple[bool, bool, bool]]] = {}  # which tile axes move each array's part
+    elem: dict[str, int] = {}
+    for a in fp.accesses:
+        moves.setdefault((a.array, a.write), set()).add(tuple(b != 0 for b in a.block_bytes))  # type: ignore[arg-type]
+        elem[a.array] = a.elem_bytes
+    if any(len(axes) != 1 for axes in moves.values()):
+        return None  # one array reached two ways: not a panel
+    axes = {key: next(iter(found)) for key, found in moves.items()}
+    batched = slices > 1
+    if batched and not all(z for _, _, z in axes.values()):
+        return None  # a slice shares an array with the others: not independent products
+    written = [name for (name, write), (r, c, _) in axes.items() if write and r and c]
+    panels_r = [name for (name, write), (r, c, _) in axes.items() if not write and r and not c]
+    panels_c = [name for (name, write), (r, c, _) in axes.items() if not write and c and not r]
+    others = [name for (name, write), (r, c, _) in axes.items()  # what every block reads alike is left aside
+              if not write and (r or c) and name not in (*panels_r, *panels_c, *written)]
+    if len(written) != 1 or len(panels_r) != 1 or len(panels_c) != 1 or others or len({n for n, w in axes if w}) != 1:
+        return None
+    a, b, c = panels_r[0], panels_c[0], written[0]
+    mk, kn, mn = (distinct[name, write] / elem[name] / slices for name, write in ((a, False), (b, False), (c, True)))
+    if min(mk, kn, mn) < 1:
+        return None
+    mnk = math.sqrt(mk * kn * mn)
+    m, n = math.sqrt(mk * mn / kn), math.sqrt(kn * mn / mk)
+    k = mnk / mn
+    e = min(elem[a], elem[b])
+    reads = 2.0 * mnk / math.sqrt(l2_bytes / e) * e
+    bound = int(slices * (reads + mn * elem[c]))
+    return Product(round(m), round(n), round(k), slices, bound, (a, b, c))

@@ -64,6 +64,7 @@ class Ranking:
     # Where the file sets the grid at run time: the sizes ranked (swzc.model.sweep); the fields above are the
     # largest size's, and `chosen` is gated at its crossover.
     sweep: SizeSweep | None = None
+    l2_bytes: int = 0  # one L2's bytes on the GPU ranked for: what the matrix product's I/O bound needs
 
     @property
     def identity(self) -> Prediction:
@@ -72,7 +73,7 @@ class Ranking:
     @functools.cached_property
     def floor(self) -> Floor:
         """The DRAM traffic no order goes below (swzc.model.floor), over the grid ranked."""
-        return compulsory(self.footprint)
+        return compulsory(self.footprint, self.l2_bytes)
 
     def prediction(self, candidate: str) -> Prediction | None:
         return next((p for p in self.predictions if p.candidate == candidate), None)
@@ -193,7 +194,8 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
-    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running,
+                                          l2_bytes=hw.l2_bytes_per_domain)
     return ranking
 
 

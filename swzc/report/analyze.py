@@ -23,7 +23,7 @@ from swzc.model.residency import Residency
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
 from swzc.model.floor import Floor
-from swzc.report.shared import candidates_json, sweep_json, sweep_lines, syntax_json, syntax_lines
+from swzc.report.shared import candidates_json, floor_json, product_text, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.target.hw import HardwareModel
 
 
@@ -157,15 +157,20 @@ def render_text(report: Analyzed) -> str:
         if r.candidates:
             size = f" (at the largest size, {r.ranking.sweep.points[-1].size})" if isinstance(r.ranking, Ranking) and r.ranking.sweep else ""
             floor = r.floor
-            lines.append(f"    L2 model{size}:  candidate            L2 hits   DRAM bytes   x floor")
+            product = floor.product if floor is not None else None
+            lines.append(f"    L2 model{size}:  candidate            L2 hits   DRAM bytes   x floor" + ("   x bound" if product else ""))
             for name, hit, dram in r.candidates:
                 mark = "  <- chosen" if name == r.chosen else ""
                 times = floor.times(dram) if floor is not None else None
+                bound = f"{floor.over_bound(dram):9.2f}x" if product is not None and floor is not None else ""
                 lines.append(f"               {name:<20} {hit:6.1f} % {dram / 1e6:10,.0f} MB "
-                             + (f"{times:8.2f}x" if times is not None else f"{'–':>9}") + mark)
+                             + (f"{times:8.2f}x" if times is not None else f"{'–':>9}") + bound + mark)
             if floor is not None:
                 lines.append(f"    DRAM floor: {floor.bytes / 1e6:,.0f} MB, each sector the grid reads or writes moved once"
                              + ("" if floor.exact else " (at most: some access counted by its span)"))
+            if product is not None:
+                lines.append(f"    I/O bound: {product.bytes / 1e6:,.0f} MB, the least any order of a {product_text(product)} "
+                             f"moves through a {hw.l2_bytes_per_domain / 2**20:g} MiB L2")
         elif r.unranked_because:
             lines.append(f"    L2 model: not ranked: {r.unranked_because}")
         for n in k.notes:
@@ -201,7 +206,7 @@ def _kernel_json(r: AnalyzedKernel) -> dict[str, Any]:
         "chosen": r.chosen,
         "chosen_by": r.chosen_by,
         "candidates": candidates_json(r.candidates, r.floor),
-        "dram_floor": None if r.floor is None else {"bytes": r.floor.bytes, "exact": r.floor.exact},
+        "dram_floor": floor_json(r.floor),
         "model": r.unranked_because,
         "sizes": sweep_json(r.ranking.sweep if isinstance(r.ranking, Ranking) else None),
         "residency": None if res is None else {

@@ -39,6 +39,7 @@ from swzc.core.errors import SwzcError
 from swzc.frontend.evaluate import Value
 from swzc.target.hw import HardwareModel
 from swzc.model.floor import Floor
+from swzc.report.shared import product_text
 from swzc.model.l2model import Prediction, default_resident
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
@@ -505,18 +506,23 @@ def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Predi
     e = html.escape
     parts = ["<section>", f"<h1>{e(title)}</h1>", f"<figure>{figure}</figure>", "<div>"]
     if predictions:
+        product = floor.product if floor is not None else None
         parts += ["<h2>L2 model (predicted)</h2>", "<table><tr><th>candidate</th><th>L2 hits</th><th>DRAM</th>"
-                  + ("<th>× floor</th>" if floor is not None else "") + "</tr>"]
+                  + ("<th>× floor</th>" if floor is not None else "") + ("<th>× I/O bound</th>" if product else "") + "</tr>"]
         for p in predictions:
             mark = ' class="shown"' if p.candidate in shown else ""
             times = floor.times(p.dram_bytes) if floor is not None else None
+            bound = f"<td>{_number(floor.over_bound(p.dram_bytes), '{:.2f}x')}</td>" if product and floor else ""
             parts.append(f"<tr{mark}><td>{e(p.candidate)}</td><td>{p.l2_hit_rate:.1f} %</td>"
                          f"<td>{p.dram_bytes / 1e6:,.0f} MB</td>" + (f"<td>{_number(times, '{:.2f}x')}</td>" if floor else "")
-                         + "</tr>")
+                         + bound + "</tr>")
         parts.append("</table>")
         if floor is not None:
             parts.append(f"<p>DRAM floor: {floor.bytes / 1e6:,.0f} MB, each sector the grid reads or writes moved once"
                          + ("" if floor.exact else " (at most: some access counted by its span)") + ".</p>")
+        if product is not None:
+            parts.append(f"<p>I/O bound: {product.bytes / 1e6:,.0f} MB, the least DRAM traffic any order of a "
+                         f"{e(product_text(product))} can reach through the L2 (red-blue pebbling bound).</p>")
     if bench is not None:
         parts += measured_html(bench)
     parts += ["</div>", "</section>"]

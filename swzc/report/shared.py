@@ -11,7 +11,7 @@ from typing import Any
 
 from swzc.core import clean
 from swzc.frontend.source import SyntaxIssue
-from swzc.model.floor import Floor
+from swzc.model.floor import Floor, Product
 from swzc.model.rank import SizeSweep
 
 
@@ -33,12 +33,31 @@ def syntax_json(errors: tuple[SyntaxIssue, ...]) -> list[dict[str, Any]]:
 
 def candidates_json(table: tuple[tuple[str, float, float], ...], floor: Floor | None = None) -> list[dict[str, Any]]:
     """The L2 model's (name, predicted L2 hit %, predicted DRAM bytes) rows; with the DRAM floor
-    (swzc.model.floor), each row's bytes as a multiple of it too."""
+    (swzc.model.floor), each row's bytes as a multiple of it too, and of the matrix product's I/O bound where
+    the kernel is one."""
     rows = [{"name": n, "predicted_l2_hit_rate": hit, "predicted_dram_bytes": dram} for n, hit, dram in table]
     if floor is not None:
         for row in rows:
             row["predicted_dram_over_floor"] = floor.times(row["predicted_dram_bytes"])
+            if floor.product is not None:
+                row["predicted_dram_over_io_bound"] = floor.over_bound(row["predicted_dram_bytes"])
     return rows
+
+
+def floor_json(floor: Floor | None) -> dict[str, Any] | None:
+    """The DRAM floor, and the matrix product's I/O bound where the kernel is one (swzc.model.floor)."""
+    if floor is None:
+        return None
+    p = floor.product
+    bound = None if p is None else {"bytes": p.bytes, "m": p.m, "n": p.n, "k": p.k, "batch": p.batch,
+                                    "arrays": {"rows": p.arrays[0], "columns": p.arrays[1], "result": p.arrays[2]}}
+    return {"bytes": floor.bytes, "exact": floor.exact, "io_bound": bound}
+
+
+def product_text(p: Product) -> str:
+    """'matrix product C = A B, 4096 x 4096 x 4096' (with 'x 8 batches' where there are several)."""
+    a, b, c = p.arrays
+    return f"matrix product {c} = {a} {b}, {p.m} x {p.n} x {p.k}" + (f", {p.batch} of them" if p.batch > 1 else "")
 
 
 def sweep_json(sweep: SizeSweep | None) -> dict[str, Any] | None:
