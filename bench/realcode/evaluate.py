@@ -16,7 +16,8 @@ What is counted:
   2. Python tracebacks and "internal error" messages (there must be none);
   3. rewritten outputs that do not compile where the original does, cross-checked on a sample by
      compiling original and output here with the same flags;
-  4. rewrites the default rule chose without the L2 model (blind rewrites);
+  4. rewrites the default rule chose without the L2 model (blind rewrites), and rewrites whose order the model
+     predicts to move more bytes from DRAM than the kernel's own (there must be none of either);
   5. kernels refused only for grid-stride or persistent loops, by pattern, and those striding over
      blockIdx.z only;
   6. kernel statuses, and the wall time of analyze + rewrite per file;
@@ -714,6 +715,7 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
             "launches": len(k.get("launches", [])),
             "grid_known": any(la.get("grid_value") for la in k.get("launches", [])),
             "blind": is_blind(r),
+            "dram_raised": raises_dram(r),
             "why": "",
             "grid_stride_only": stride_only,
             "stride_patterns": sorted({p for p, _ in patterns}),
@@ -722,6 +724,16 @@ def evaluate_file(f: CorpusFile, swzc: str, out_root: Path, timeout: float, comp
         })
         record["kernels"][-1]["why"] = reason_kind(record["kernels"][-1])
     return record
+
+
+def raises_dram(kernel: dict) -> bool:
+    """A rewrite whose order the model predicts to move more bytes from DRAM than the kernel's own (at the
+    largest size, for a kernel ranked over sizes): there must be none."""
+    if kernel.get("status") != "rewritten" or not kernel.get("swizzle"):
+        return False
+    dram = {c["name"]: c.get("predicted_dram_bytes") for c in kernel.get("candidates") or []}
+    chosen, own = dram.get(str(kernel["swizzle"]).split("@")[0]), dram.get("identity")
+    return chosen is not None and own is not None and chosen > own
 
 
 def is_blind(kernel: dict) -> bool:
@@ -897,6 +909,8 @@ def summarise(records: list[dict], checks: list[dict], meta: dict) -> dict:
         },
         "blind_rewrites": [{"file": k["file"], "kernel": k["name"], "line": k["line"], "swizzle": k["swizzle"],
                             "why": k["why"]} for k in blind],
+        "dram_raised": [{"file": k["file"], "kernel": k["name"], "line": k["line"], "swizzle": k["swizzle"]}
+                        for k in kernels if k.get("dram_raised")],
         "grid_stride_only": {
             "count": len(stride),
             "z_only": sum(k["z_only"] for k in stride),
@@ -925,7 +939,7 @@ def summarise(records: list[dict], checks: list[dict], meta: dict) -> dict:
 
 
 _PUBLIC_KERNEL = ("name", "line", "analyze_status", "status", "why", "reason_sha256", "swizzle", "adapter", "rewrite_adapter",
-                  "blind", "ranked", "launches", "grid_known", "grid_stride_only", "stride_patterns", "z_only")
+                  "blind", "dram_raised", "ranked", "launches", "grid_known", "grid_stride_only", "stride_patterns", "z_only")
 
 
 def public(summary: dict) -> dict:
@@ -990,6 +1004,7 @@ def markdown(s: dict) -> str:
         ["   compile check status of changed files", ", ".join(f"{a} {b}" for a, b in sorted(c["status"].items())) or "–"],
         ["   cross-check here (nvcc on original and output)", f"{len(c['cross_check'])} files, {c['cross_check_disagreements']} disagreeing"],
         ["4. blind rewrites (default rule, no L2 ranking)", len(s["blind_rewrites"])],
+        ["   rewrites predicted to move more DRAM bytes than the kernel's own order", len(s.get("dram_raised", []))],
         ["5. kernels refused only for grid-stride / persistent loops", s["grid_stride_only"]["count"]],
         ["   of those, striding over blockIdx.z only", s["grid_stride_only"]["z_only"]],
         ["   of those, with no loop step at the reported line (a false grid-stride)", s["grid_stride_only"]["no_loop_step"]],
@@ -1016,6 +1031,9 @@ def markdown(s: dict) -> str:
         lines += ["", "### Blind rewrites", ""]
         lines += _table([[b["file"], b["kernel"], b["swizzle"], b["why"]] for b in s["blind_rewrites"]],
                         ["file", "kernel", "swizzle", "why"])
+    if s.get("dram_raised"):
+        lines += ["", "### Rewrites predicted to move more DRAM bytes", ""]
+        lines += _table([[b["file"], b["kernel"], b["swizzle"]] for b in s["dram_raised"]], ["file", "kernel", "swizzle"])
     g = s["grid_stride_only"]
     lines += ["", "### Kernels refused only for grid-stride or persistent loops", ""]
     lines += _table([[a, b] for a, b in sorted(g["by_pattern"].items(), key=lambda x: -x[1])], ["pattern", "kernels"])

@@ -125,6 +125,17 @@ def test_blind_rewrites_are_recognised_by_the_missing_ranking_as_well_as_by_the_
     assert not evaluate.is_blind(dict(ranked, status="declined", candidates=[]))
 
 
+def test_a_rewrite_whose_order_moves_more_dram_bytes_is_counted():
+    cands = [{"name": "identity", "predicted_dram_bytes": 100.0}, {"name": "grouped:8", "predicted_dram_bytes": 90.0},
+             {"name": "hilbert:8", "predicted_dram_bytes": 120.0}]
+    kernel = {"status": "rewritten", "swizzle": "grouped:8", "candidates": cands}
+    assert not evaluate.raises_dram(kernel)
+    assert evaluate.raises_dram(dict(kernel, swizzle="hilbert:8"))
+    assert evaluate.raises_dram(dict(kernel, swizzle="hilbert:8@4096"))  # a gated order: its ungated figures
+    assert not evaluate.raises_dram(dict(kernel, swizzle="hilbert:8", status="declined"))
+    assert not evaluate.raises_dram(dict(kernel, swizzle="morton:8"))  # no figures for it: not counted
+
+
 def test_globs():
     assert evaluate.matches("Samples/0_Intro/a/b.cu", ["Samples/**/*.cu"])
     assert evaluate.matches("Samples/b.cu", ["Samples/**/*.cu"])
