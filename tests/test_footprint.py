@@ -196,6 +196,19 @@ def test_writes_through_casts_compound_assignment_and_atomics():
     assert only(fp, "F").sectors.tolist() == only(fp, "F", write=True).sectors.tolist() == [0]
 
 
+def test_a_macro_that_takes_its_argument_s_address_stands_for_the_access_and_the_argument_is_not_read():
+    body = """
+#define F4(value) (reinterpret_cast<float4 *>(&(value))[0])
+#define SQR(x) ((x) * (x))
+  const int i = blockIdx.x * 8 + threadIdx.x;
+  F4(C[i * 4]) = F4(A[i * 4]);
+  D[i] = SQR(B[i]);"""
+    fp = fp_of(one_kernel(body, "float* A, const float* B, float* C, float* D", launch="4, 8"))
+    found = sorted((a.array, a.write, a.sectors.tolist()) for a in fp.accesses)
+    assert found == [("A", False, [0, 1, 2, 3]), ("B", False, [0]), ("C", True, [0, 1, 2, 3]), ("D", True, [0])]
+    assert fp.unknown == ()
+
+
 def test_the_address_inside_ldg_is_not_a_second_access():
     fp = fp_of(one_kernel("float v = __ldg(&A[threadIdx.x]) + __ldg(A + 100);"))
     (a,) = fp.accesses

@@ -110,12 +110,15 @@ class _Sites:
         self.fragments = fragments
         self.accesses: list[Access] = []
         self.unknown: list[UnknownAccess] = []
+        self.addressed: list[Node] = []  # a macro's arguments it only takes the address of: not accesses where they stand
 
     def scan(self, root: Node, ctx: _Ctx | None) -> None:
         tile = self.k.tile_loop
         stack = [root]
         while stack:
             node = stack.pop()
+            if self.addressed and any(node == n for n in self.addressed):
+                continue
             at = _where(node, ctx)
             if ctx is None and tile is not None and not (tile.body_start <= node.start_byte < tile.body_end) \
                     and not (node.start_byte <= tile.body_start and tile.body_end <= node.end_byte):
@@ -219,6 +222,9 @@ class _Sites:
         if callee in _PASSIVE:
             return
         expansion = self.k.values.expansion(node, ctx)
+        macro = self.k.scope.find(callee) if expansion is not None else None
+        if isinstance(macro, Macro) and macro.params is not None:  # FLOAT4(c[i]) = v: the body's access stands for c[i]
+            self.addressed += [arg for param, arg in zip(macro.params, args) if _address_only(expansion[0], param)]
         if expansion is None and callee in self.k.names.helpers and (ctx.depth if ctx else 0) < _MAX_NESTING:
             helper = self.k.names.helpers[callee]
             names = _parameter_names(helper)
@@ -313,6 +319,13 @@ class _Sites:
 def _is_callee(node: Node) -> bool:
     parent = node.parent
     return parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
+
+
+def _address_only(body: Node, param: str) -> bool:
+    """Whether a macro's body uses its parameter only under `&` (`&(value)`): the argument is an address, not a
+    value read where the call stands."""
+    uses = [n for n in walk(body) if n.type == "identifier" and text(n) == param]
+    return bool(uses) and all(_under_address_of(n) for n in uses)
 
 
 def _under_address_of(node: Node) -> bool:
