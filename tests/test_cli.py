@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import FIXTURES, TILE2D, needs_nvcc
+from support import FIXTURES, NAIVE_GEMM, TILE2D, needs_nvcc
 
 from swzc import __version__
 from swzc.commands.cli import main
@@ -413,6 +413,24 @@ def test_analyze_text(work):
     assert "grid grid = 256x256x1" in result.stdout
     assert "serpentine:64" in result.stdout.split("L2 model:")[1].splitlines()[1]
     assert "resident: 8 blocks per SM or CU, bound by threads" in result.stdout
+
+
+def test_analyze_gives_a_large_matrix_product_s_io_bound(work):
+    (work / "big.cu").write_text(NAIVE_GEMM.replace("dim3(256, 256)", "dim3(1024, 1024)").replace("4096", "16384"))
+    result = invoke("analyze", "big.cu", "--no-compile")
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split("L2 model:")[1].splitlines()
+    assert table[0].endswith("x floor   x bound")
+    floor, bound = 3 * 16384 * 16384 * 4, None
+    for line in result.stdout.splitlines():
+        if line.strip().startswith("I/O bound:"):
+            bound = int(line.split(":")[1].split("MB")[0].replace(",", "")) * 10 ** 6
+    assert bound is not None and "matrix product C = A B, 16384 x 16384 x 16384" in result.stdout
+    assert 1.7 * floor < bound < 1.8 * floor  # 5.7 GB against 3.2 GB on the H200
+    doc = json.loads(invoke("analyze", "big.cu", "--no-compile", "--json").stdout)["kernels"][0]
+    io = doc["dram_floor"]["io_bound"]
+    assert (io["m"], io["n"], io["k"], io["batch"]) == (16384, 16384, 16384, 1) and io["arrays"]["result"] == "C"
+    assert all(c["predicted_dram_over_io_bound"] == c["predicted_dram_bytes"] / io["bytes"] for c in doc["candidates"])
 
 
 SHARED_HEAVY = b"""\

@@ -397,19 +397,36 @@ def test_the_project_s_file_is_found_from_the_files_folder_wherever_swzc_runs(pr
     assert json.loads(CliRunner().invoke(main, ["rewrite", gemm, "--no-compile", "--json"]).stdout)["hw"] == "mi300x"
 
 
-def test_several_files_are_configured_from_the_folder_that_holds_them_all(tmp_path, monkeypatch):
-    (tmp_path / ".git").mkdir()
-    for sub in ("a", "b", "a/x"):
-        (tmp_path / sub).mkdir(exist_ok=True)
-    _pyproject(tmp_path / "a", '[tool.swzc]\nhw = "h100"\n')
-    top = _pyproject(tmp_path, '[tool.swzc]\nhw = "mi300x"\n')
-    monkeypatch.chdir(tmp_path / "b")
-    assert config.find_for([str(tmp_path / "a" / "x" / "k.cu")]) == tmp_path / "a" / "pyproject.toml"
-    assert config.find_for([str(tmp_path / "a")]) == tmp_path / "a" / "pyproject.toml"  # a folder named: its own
-    assert config.find_for([str(tmp_path / "a" / "k.cu"), str(tmp_path / "a" / "x")]) == tmp_path / "a" / "pyproject.toml"
-    assert config.find_for([str(tmp_path / "a" / "k.cu"), "../b/k.cu"]) == top  # a and b: their common folder's
-    assert config.find_for([str(tmp_path / "a" / "gone" / "deeper" / "k.cu")]) == tmp_path / "a" / "pyproject.toml"
+def test_each_file_is_configured_by_its_own_project_and_files_configured_apart_are_refused(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for sub in ("a", "b", "c", "a/x"):
+        (repo / sub).mkdir(exist_ok=True)
+    inner = _pyproject(repo / "a", '[tool.swzc]\nhw = "h100"\n')
+    top = _pyproject(repo, '[tool.swzc]\nhw = "mi300x"\n')
+    monkeypatch.chdir(repo / "b")
+    assert config.find_for([str(repo / "a" / "x" / "k.cu")]) == inner
+    assert config.find_for([str(repo / "a" / "k.cu"), str(repo / "a" / "x"), str(repo / "a")]) == inner
+    assert config.find_for(["k.cu", "../c/k.cu", str(repo / "a" / "gone" / "k.cu")[:0] or "../c"]) == top
     assert config.find_for([]) == config.find_for(["-"]) == top  # none named: the working directory's
+    with pytest.raises(SwzcError, match=r"configured apart .*a/pyproject.toml, .*repo/pyproject.toml.*: run swzc once"):
+        config.find_for([str(repo / "a" / "k.cu"), "k.cu"])
+
+
+def test_a_search_never_leaves_the_work_trees_and_outside_them_takes_only_a_private_file(tmp_path, monkeypatch):
+    for name in ("r1", "r2"):
+        (tmp_path / name / ".git").mkdir(parents=True)
+    shared = _pyproject(tmp_path, '[tool.swzc]\nhw = "h100"\n')  # above both work trees: someone else's
+    assert config.find_for([str(tmp_path / "r1" / "a.cu"), str(tmp_path / "r2" / "b.cu")]) is None
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    os.chmod(shared, 0o664)  # outside any work tree and writable by the group: refused, not read
+    with pytest.raises(SwzcError, match=r"outside any git work tree must be the user's own and writable by no one else"):
+        config.find_for([str(loose / "k.cu")])
+    os.chmod(shared, 0o644)
+    assert config.find_for([str(loose / "k.cu")]) == shared
+    (loose / "loop").symlink_to(loose / "loop")  # a link to itself: no traceback
+    assert config.find_for([str(loose / "loop" / "k.cu")]) == shared
 
 
 def test_the_files_are_read_from_the_command_line_without_running_any_option_s_callback(project, monkeypatch):

@@ -202,11 +202,21 @@ def test_a_macro_that_takes_its_argument_s_address_stands_for_the_access_and_the
 #define SQR(x) ((x) * (x))
   const int i = blockIdx.x * 8 + threadIdx.x;
   F4(C[i * 4]) = F4(A[i * 4]);
-  D[i] = SQR(B[i]);"""
-    fp = fp_of(one_kernel(body, "float* A, const float* B, float* C, float* D", launch="4, 8"))
-    found = sorted((a.array, a.write, a.sectors.tolist()) for a in fp.accesses)
-    assert found == [("A", False, [0, 1, 2, 3]), ("B", False, [0]), ("C", True, [0, 1, 2, 3]), ("D", True, [0])]
-    assert fp.unknown == ()
+  D[i] = SQR(B[i]) + F4((E[idx[i] * 4])).x;"""
+    fp = fp_of(one_kernel(body, "float* A, const float* B, float* C, float* D, float* E, const int* idx", launch="4, 8"))
+    found = sorted((a.array, a.write, a.sectors.tolist()) for a in fp.accesses if a.array != "E")
+    assert found == [("A", False, [0, 1, 2, 3]), ("B", False, [0]), ("C", True, [0, 1, 2, 3]), ("D", True, [0]),
+                     ("idx", False, [0])]  # the index read inside the macro's argument stays
+    assert [(u.array, u.mode) for u in fp.unknown] == [("E", "read")]  # where idx points: not followed, and said
+
+
+def test_an_access_says_whether_its_array_holds_one_number_per_element():
+    body = """
+  const int i = blockIdx.x * 8 + threadIdx.x;
+  C[i] = make_float4(A[i], B[i].x, H[i].x, T[i]);"""
+    fp = fp_of("typedef float real;\n" + one_kernel(body, "const real* A, const float2* B, const __half2* H, const __nv_bfloat16* T, float4* C",
+                                                     launch="4, 8"))
+    assert {(a.array, a.scalar) for a in fp.accesses} == {("A", True), ("B", False), ("H", False), ("T", True), ("C", False)}
 
 
 def test_the_address_inside_ldg_is_not_a_second_access():

@@ -591,23 +591,24 @@ def test_the_dram_floor_counts_each_sector_once_and_says_where_it_is_a_bound():
     assert not bound.exact and bound.bytes > 0
 
 
-def test_a_gemm_s_io_bound_is_the_pebbling_bound_for_its_sizes_and_the_l2(tmp_path):
+def test_a_gemm_s_io_bound_is_the_pebbling_bound_for_its_sizes_and_the_fast_memory(tmp_path):
     import math
     from swzc.model import rank as ranking
-    from swzc.model.floor import compulsory
+    from swzc.model.floor import compulsory, fast_memory
 
     (tmp_path / "g.cu").write_text(NAIVE_GEMM)
     ctx = FileContext(load(str(tmp_path / "g.cu")))
     hw = hwmodels.load("h200")
     got = ranking.rank(ctx, analyze(ctx).kernels[0], hw)
-    p = got.floor.product
+    # the L2 and 132 SMs' registers, shared memory and an L1 allowance: 137 MB, which a 4096^3 GEMM's operands fit
+    assert fast_memory(hw) == hw.l2_bytes + 132 * (65536 * 4 + 233472 + 65536) and got.fast_bytes == fast_memory(hw)
+    assert got.floor.product is None and got.floor.bytes == 3 * 4096 * 4096 * 4
+    small = compulsory(got.footprint, 1 << 20)  # a fast memory of 1 MiB: 2mnk / sqrt(S) - 2S elements, S = 2^18
+    p = small.product
     assert (p.m, p.n, p.k, p.batch, p.arrays) == (4096, 4096, 4096, 1, ("A", "B", "C"))
-    reads = 2 * 4096 ** 3 / math.sqrt(hw.l2_bytes / 4) * 4  # 2mnk / sqrt(S) elements of A and B, 4 bytes each
-    assert p.bytes == int(reads + 4096 * 4096 * 4)  # and C written once
-    assert got.floor.over_bound(got.identity.dram_bytes) == got.identity.dram_bytes / p.bytes
-    small = compulsory(got.footprint, 1 << 40)  # an L2 that holds everything: the bound is the compulsory floor, not shown
-    assert small.product is None and small.bytes == got.floor.bytes
-    assert compulsory(got.footprint).product is None  # no L2 size given
+    assert p.bytes == int((2 * 4096 ** 3 / math.sqrt(1 << 18) - 2 * (1 << 18)) * 4)
+    assert small.over_bound(got.identity.dram_bytes) == got.identity.dram_bytes / p.bytes
+    assert compulsory(got.footprint).product is None  # no fast memory given
 
 
 def _panel(rows, row_bytes, stride):
@@ -615,23 +616,38 @@ def _panel(rows, row_bytes, stride):
     return np.unique(np.concatenate([np.arange(i * stride, i * stride + row_bytes, 32) // 32 for i in range(rows)]))
 
 
-def _product_of(*accesses, tiles=(8, 8, 1)):
+def _product_of(*accesses, tiles=(8, 8, 1), scalar=None, elems=None, fast=1 << 14):
     from swzc.model.floor import compulsory
     from swzc.model.footprint import Footprint
     from swzc.model.footprint.sites import Access
 
-    made = tuple(Access(name, write, 4, offsets, sectors, 1) for name, write, offsets, sectors in accesses)
-    return compulsory(Footprint("k", (tiles[1], tiles[0], tiles[2]), (16, 16, 1), tiles, made, (), 256, "2d"), 1 << 14).product
+    flags = scalar or (True,) * len(accesses)
+    sizes = elems or (4,) * len(accesses)
+    made = tuple(Access(name, write, size, offsets, sectors, 1, False, flag)
+                 for (name, write, offsets, sectors), flag, size in zip(accesses, flags, sizes))
+    return compulsory(Footprint("k", (tiles[1], tiles[0], tiles[2]), (16, 16, 1), tiles, made, (), 256, "2d"), fast).product
 
 
 def test_only_the_shape_of_a_matrix_product_gets_an_io_bound():
+    import math
+
     # C (128 x 128) = A (128 x 1024) B (1024 x 128), floats, row-major, 8 x 8 tiles of 16 x 16, a 16 KiB L2
     a = ("A", False, (16 * 4096, 0, 0), _panel(16, 4096, 4096))  # each tile row's 16 rows of A
     b = ("B", False, (0, 64, 0), _panel(1024, 64, 512))  # each tile column's 16 columns of B
     c = ("C", True, (16 * 512, 64, 0), _panel(16, 64, 512))
     got = _product_of(a, b, c)
     assert (got.m, got.n, got.k, got.batch) == (128, 128, 1024, 1)
-    assert got.bytes == int(2 * 128 * 128 * 1024 / 64 * 4 + 128 * 128 * 4)  # sqrt(16 KiB / 4 B) = 64
+    assert got.bytes == int((2 * 128 * 128 * 1024 / 64 - 2 * 4096) * 4)  # S = 16 KiB / 4 B = 4096 elements
+    wide = [(n, w, o, sec) for n, w, o, sec in (a, b, c)]
+    rect = _product_of(a, ("B", False, (0, 128, 0), _panel(1024, 128, 1024)), ("C", True, (16 * 1024, 128, 0), _panel(16, 128, 1024)))
+    assert (rect.m, rect.n, rect.k) == (128, 256, 1024)  # 32-column tiles: C is 128 x 256
+    assert _product_of(*wide, scalar=(False, True, True)) is None  # A declared float4: its count is not m k
+    assert _product_of(*wide, scalar=(True, True, False)) is None
+    half = _product_of(("A", False, (16 * 2048, 0, 0), _panel(16, 2048, 2048)), b, c, elems=(2, 4, 4),
+                       fast=1 << 12)  # A in halves: elements of the smaller size, 2 bytes, S = 2048 of them
+    assert (half.m, half.n, half.k) == (128, 128, 1024) and half.bytes == int((2 * 128 * 128 * 1024 / math.sqrt(2048) - 2 * 2048) * 2)
+    outer = _product_of(("A", False, (64, 0, 0), _panel(1, 64, 64)), ("B", False, (0, 64, 0), _panel(1, 64, 64)), c)
+    assert outer is None  # C = a b^T (k = 1): the operands fit, 2mnk / sqrt(S) - 2S is below zero
     assert _product_of(a, b, c, ("C", False, c[2], c[3])) == got  # C = A B + C reads its result too
     assert _product_of(a, c) is None  # no column panel
     assert _product_of(a, b, c, ("alpha", False, (0, 0, 0), np.arange(1))) == got  # a scalar every block reads

@@ -237,9 +237,18 @@ def test_show_svg_with_html_page(work):
     # the DRAM floor beside the predictions: 3 matrices of 4096 x 4096 floats, and each order as a multiple of it
     assert "DRAM floor: 201 MB, each sector the grid reads or writes moved once." in page
     assert "<th>× floor</th>" in page and "<td>serpentine:64</td><td>98.3 %</td><td>367 MB</td><td>1.82x</td>" in page
-    # a GEMM: the matrix product's I/O bound too, and each order as a multiple of it
-    assert "<th>× I/O bound</th>" in page and "<td>1.82x</td><td>1.79x</td>" in page
-    assert "I/O bound: 206 MB, the least DRAM traffic any order of a matrix product C = A B, 4096 x 4096 x 4096 can" in page
+    assert "I/O bound" not in page  # a 4096^3 GEMM's operands fit the H200's fast memory: no bound above the floor
+
+
+def test_the_page_gives_a_matrix_product_s_io_bound_beside_the_floor():
+    from swzc.model.floor import Floor, Product
+    from swzc.model.l2model import Prediction
+    from swzc.report.picture import html_section
+
+    floor = Floor(3 * 2 ** 30, True, Product(16384, 16384, 16384, 1, 5 * 2 ** 30, ("A", "B", "C")))
+    page = html_section(b"<svg></svg>", "svg", "gemm", [Prediction("grouped:8", 90.0, 10 * 2 ** 30, 1, 1)], (), None, floor)
+    assert "<th>× floor</th><th>× I/O bound</th>" in page and "<td>3.33x</td><td>2.00x</td>" in page
+    assert "I/O bound: 5,369 MB, the least DRAM traffic any order of a matrix product C = A B, 16384 x 16384 x 16384 can" in page
 
 
 def test_show_html_escapes_a_hostile_file_name(work):

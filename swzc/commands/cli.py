@@ -279,8 +279,8 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
 
     Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
     (hardware, sizes, grids, include folders, defines) in [tool.swzc] of the project's pyproject.toml
-    (the first one in the folder of the files named, or above, up to the git root); options on the command
-    line override them.
+    (each file's: the first one in its folder or above, up to the git root); options on the command line
+    override them.
     Colour and progress bars appear only on a terminal; NO_COLOR turns colour off, FORCE_COLOR on.
     """
     ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}

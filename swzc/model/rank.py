@@ -32,7 +32,7 @@ from swzc.analysis.kernels import kernel_function
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
 from swzc.frontend.evaluate import Value
-from swzc.model.floor import Floor, compulsory
+from swzc.model.floor import Floor, compulsory, fast_memory
 from swzc.model.footprint import Footprint, UnknownAccess, footprint
 from swzc.target.hw import HardwareModel
 from swzc.model.l2model import L2Model, Prediction
@@ -64,7 +64,7 @@ class Ranking:
     # Where the file sets the grid at run time: the sizes ranked (swzc.model.sweep); the fields above are the
     # largest size's, and `chosen` is gated at its crossover.
     sweep: SizeSweep | None = None
-    l2_bytes: int = 0  # one L2's bytes on the GPU ranked for: what the matrix product's I/O bound needs
+    fast_bytes: int = 0  # an L2 domain's fast memory on the GPU ranked for (floor.fast_memory): the I/O bound's S
 
     @property
     def identity(self) -> Prediction:
@@ -73,7 +73,7 @@ class Ranking:
     @functools.cached_property
     def floor(self) -> Floor:
         """The DRAM traffic no order goes below (swzc.model.floor), over the grid ranked."""
-        return compulsory(self.footprint, self.l2_bytes)
+        return compulsory(self.footprint, self.fast_bytes)
 
     def prediction(self, candidate: str) -> Prediction | None:
         return next((p for p in self.predictions if p.candidate == candidate), None)
@@ -195,7 +195,7 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
     ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running,
-                                          l2_bytes=hw.l2_bytes_per_domain)
+                                          fast_bytes=fast_memory(hw))
     return ranking
 
 

@@ -4,9 +4,9 @@
   user's choices: what swzc asks and runs (the proposer, the LLM server and model, compile flags, limits).
   Its keys are the long option names at the top level.  It is read only when it is a regular file of the
   user's own that no one else may write to.
-- The project's file is the first pyproject.toml with a `[tool.swzc]` table in the folder that holds every file
-  named on the command line (the working directory where none is) or a folder above it, up to the root of the
-  git work tree.  It comes with the code, from whoever wrote it, so
+- The project's file is the first pyproject.toml with a `[tool.swzc]` table in a named file's folder (the working
+  directory where none is named) or a folder above it, up to the root of the git work tree; files whose
+  projects are configured apart are refused.  Outside any work tree it must be the user's own file.  It comes with the code, from whoever wrote it, so
   it may set only facts about that code (PROJECT_KEYS: the hardware model, sizes, grids, include folders,
   defines, the compilation database, the benchmark's launch) and compile flags of a few harmless forms
   (PROJECT_COMPILE_FLAGS).  What is asked or run, and where output goes, is the user's alone.
@@ -77,29 +77,62 @@ def user_file() -> Path | None:
 
 
 def find_for(paths: Sequence[str]) -> Path | None:
-    """The project's file for the files and folders named (`find` from the folder that holds them all); from the
-    working directory where none is named."""
-    folders = []
+    """The project's file for the files and folders named: each one's (`find`, from its folder), which must be the
+    same file for them all; the working directory's where none is named.  Files of projects configured apart
+    are refused (exit 2): one run takes one set of facts."""
+    folders: dict[str, None] = {}
     for name in paths:
-        if not name or name == "-":
-            continue
-        path = Path(os.path.abspath(name))
-        folders.append(str(path if path.is_dir() else path.parent))
-    return find(Path(os.path.commonpath(folders)) if folders else None)
+        if name and name != "-":
+            path = os.path.abspath(name)
+            folders[path if os.path.isdir(path) else os.path.dirname(path)] = None
+    seen: dict[Path, Path | None] = {}
+    found = {folder: find(Path(folder), seen) for folder in folders or [os.getcwd()]}
+    files = sorted({str(f) for f in found.values() if f is not None})
+    if len(set(found.values())) > 1:
+        alone = [folder for folder, f in found.items() if f is None]
+        raise SwzcError(f"the files named are configured apart ({', '.join(files)}"
+                        + (f"; none for {alone[0]}" if alone else "") + "): run swzc once for each project's files")
+    return next(iter(found.values()))
 
 
-def find(start: Path | None = None) -> Path | None:
-    """The pyproject.toml that configures swzc here, if any: one with a [tool.swzc] table, however spelled."""
-    folder = (start or Path.cwd()).resolve()
+def find(start: Path | None = None, seen: dict[Path, Path | None] | None = None) -> Path | None:
+    """The pyproject.toml that configures swzc here, if any: one with a [tool.swzc] table, however spelled, in
+    `start` (the working directory) or a folder above it, up to the root of the git work tree that holds it.
+    Outside any work tree it must be the user's own and writable by no one else: a shared folder's file (/tmp)
+    is anyone's.  `seen`: folders looked at before in this run, with what each one gave."""
+    seen = {} if seen is None else seen
+    folder = Path(os.path.realpath(start or os.getcwd()))
+    walked = []
+    result: Path | None = None
     for candidate in (folder, *folder.parents):
+        if candidate in seen:
+            result = seen[candidate]
+            break
+        walked.append(candidate)
         path = candidate / "pyproject.toml"
-        if path.is_file() and b"swzc" in _bytes(path):
+        if os.path.isfile(path) and b"swzc" in _bytes(path):
             tool = _document(path).get("tool")
             if isinstance(tool, dict) and "swzc" in tool:
-                return path
-        if (candidate / ".git").exists():
-            return None
-    return None
+                result = path if _in_work_tree(candidate) else _private(path)
+                break
+        if os.path.exists(candidate / ".git"):
+            break
+    for candidate in walked:
+        seen[candidate] = result
+    return result
+
+
+def _in_work_tree(folder: Path) -> bool:
+    return any(os.path.exists(f / ".git") for f in (folder, *folder.parents))
+
+
+def _private(path: Path) -> Path:
+    """A project file found outside any git work tree, if it is the user's own and writable by no one else."""
+    info = os.stat(path)
+    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SwzcError(f"{path}: a project file outside any git work tree must be the user's own and writable by no one "
+                        f"else (chmod go-w {path}, or move it into the project's work tree)")
+    return path
 
 
 def _bytes(path: Path) -> bytes:

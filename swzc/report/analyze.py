@@ -22,7 +22,7 @@ from swzc.model.rank import Ranking
 from swzc.model.residency import Residency
 from swzc.passes import block_swizzle
 from swzc.pipeline.driver import rank_kernels
-from swzc.model.floor import Floor
+from swzc.model.floor import Floor, fast_memory
 from swzc.report.shared import candidates_json, floor_json, product_text, sweep_json, sweep_lines, syntax_json, syntax_lines
 from swzc.target.hw import HardwareModel
 
@@ -170,7 +170,7 @@ def render_text(report: Analyzed) -> str:
                              + ("" if floor.exact else " (at most: some access counted by its span)"))
             if product is not None:
                 lines.append(f"    I/O bound: {product.bytes / 1e6:,.0f} MB, the least any order of a {product_text(product)} "
-                             f"moves through a {hw.l2_bytes_per_domain / 2**20:g} MiB L2")
+                             f"moves with {fast_memory(hw) / 1e6:,.0f} MB of L2, registers and shared memory")
         elif r.unranked_because:
             lines.append(f"    L2 model: not ranked: {r.unranked_because}")
         for n in k.notes:

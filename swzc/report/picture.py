@@ -522,7 +522,7 @@ def html_section(image: bytes, fmt: str, title: str, predictions: Sequence[Predi
                          + ("" if floor.exact else " (at most: some access counted by its span)") + ".</p>")
         if product is not None:
             parts.append(f"<p>I/O bound: {product.bytes / 1e6:,.0f} MB, the least DRAM traffic any order of a "
-                         f"{e(product_text(product))} can reach through the L2 (red-blue pebbling bound).</p>")
+                         f"{e(product_text(product))} can reach with the GPU's L2, registers and shared memory.</p>")
     if bench is not None:
         parts += measured_html(bench)
     parts += ["</div>", "</section>"]

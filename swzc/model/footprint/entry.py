@@ -103,5 +103,5 @@ def _merged(accesses: list[Access]) -> list[Access]:
     for (array, write, block_bytes), group in groups.items():
         sectors = group[0].sectors if len(group) == 1 else _unique(np.concatenate([a.sectors for a in group]))
         merged.append(Access(array, write, group[0].elem_bytes, block_bytes, sectors, min(a.line for a in group),
-                             any(a.approximate for a in group)))
+                             any(a.approximate for a in group), all(a.scalar for a in group)))
     return merged

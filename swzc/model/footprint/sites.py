@@ -47,6 +47,7 @@ class Access:
     sectors: np.ndarray  # sorted relative 32-byte sector ids one block touches over its life
     line: int
     approximate: bool = False  # the sectors are a superset (interval bounds, or loop counts of the first block)
+    scalar: bool = True  # the array's declared element is one number (not float4, half2 or a struct)
 
     def __hash__(self) -> int:
         return hash((self.array, self.write, self.line, self.block_bytes))
@@ -110,14 +111,15 @@ class _Sites:
         self.fragments = fragments
         self.accesses: list[Access] = []
         self.unknown: list[UnknownAccess] = []
-        self.addressed: list[Node] = []  # a macro's arguments it only takes the address of: not accesses where they stand
+        self.addressed: set[Node] = set()  # a macro's arguments it only takes the address of: not accesses where they stand
 
     def scan(self, root: Node, ctx: _Ctx | None) -> None:
         tile = self.k.tile_loop
         stack = [root]
         while stack:
             node = stack.pop()
-            if self.addressed and any(node == n for n in self.addressed):
+            if node in self.addressed:  # FLOAT4(A[idx[i]]): not A[...] itself, but what its index reads
+                stack.extend(reversed(node.children))
                 continue
             at = _where(node, ctx)
             if ctx is None and tile is not None and not (tile.body_start <= node.start_byte < tile.body_end) \
@@ -190,9 +192,11 @@ class _Sites:
             return
         if sectors.size == 0:
             return  # inside a loop that never runs
-        elem = self.k.types.sizeof(self.k.names.param_types.get(address.array, self.k.names.globals.get(address.array) or "")) or size
+        declared = self.k.names.param_types.get(address.array, self.k.names.globals.get(address.array) or "")
+        elem = self.k.types.sizeof(declared) or size
+        scalar = bool(declared) and self.k.types.is_scalar(declared)
         for write in {"read": (False,), "write": (True,), "read-write": (False, True)}[mode]:
-            self.accesses.append(Access(address.array, write, elem, block_bytes, sectors, _kernel_line(at, ctx), approximate))  # type: ignore[arg-type]
+            self.accesses.append(Access(address.array, write, elem, block_bytes, sectors, _kernel_line(at, ctx), approximate, scalar))  # type: ignore[arg-type]
 
     def _call(self, node: Node, ctx: _Ctx | None, at: Node) -> None:
         callee = _callee(node)
@@ -224,7 +228,7 @@ class _Sites:
         expansion = self.k.values.expansion(node, ctx)
         macro = self.k.scope.find(callee) if expansion is not None else None
         if isinstance(macro, Macro) and macro.params is not None:  # FLOAT4(c[i]) = v: the body's access stands for c[i]
-            self.addressed += [arg for param, arg in zip(macro.params, args) if _address_only(expansion[0], param)]
+            self.addressed.update(_unwrapped(arg) for param, arg in zip(macro.params, args) if _address_only(expansion[0], param))
         if expansion is None and callee in self.k.names.helpers and (ctx.depth if ctx else 0) < _MAX_NESTING:
             helper = self.k.names.helpers[callee]
             names = _parameter_names(helper)
@@ -319,6 +323,13 @@ class _Sites:
 def _is_callee(node: Node) -> bool:
     parent = node.parent
     return parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
+
+
+def _unwrapped(node: Node) -> Node:
+    """An expression without the parentheses around it."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
 
 
 def _address_only(body: Node, param: str) -> bool:

@@ -29,6 +29,15 @@ ELEMENT_BYTES = {
 }
 
 
+# The types whose elements are one number each: not the vector types (float4, int2, ...) and packed pairs
+# (half2, __nv_bfloat162, fp8x2, ...), which hold several, nor void.
+VECTORS = frozenset({"half2", "__half2", "__nv_bfloat162", "nv_bfloat162", "__hip_bfloat162", "__nv_fp8x2_e4m3",
+                     "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2", "char2", "uchar2", "char4", "uchar4", "short2",
+                     "ushort2", "short4", "ushort4", "int2", "uint2", "int3", "uint3", "int4", "uint4", "float2", "float3",
+                     "float4", "double2", "longlong2", "ulonglong2"})
+SCALARS = frozenset(ELEMENT_BYTES) - VECTORS - {"void"}
+
+
 class TypeSizes:
     """The sizes of the types one kernel names, under one launch's template arguments."""
 
@@ -71,6 +80,18 @@ class TypeSizes:
             if candidate in self.structs:  # a typedef'd struct resolves to its body: look its name up first
                 return self.structs[candidate]
         return 0, 0
+
+    def is_scalar(self, type_text: str) -> bool:
+        """Whether a non-pointer type is one number (float, __half, int32_t, ...), not a vector (float4, half2),
+        a packed pair or a struct: aliases, macros and template arguments followed."""
+        written = " ".join(w for w in type_text.split() if w not in ("const", "volatile", "struct", "__restrict__"))
+        if "*" in written:
+            return False
+        name = self.scope.resolve_type(type_text)
+        for _ in range(4):
+            if name in self.type_args:
+                name = self.scope.resolve_type(self.type_args[name])
+        return any(c in SCALARS for c in (name, name.split("::")[-1].strip(), written, written.split("::")[-1].strip()))
 
     def alignment(self, type_text: str) -> int:
         return 8 if "*" in type_text else self._type_facts(type_text)[1]
