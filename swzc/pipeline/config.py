@@ -6,10 +6,10 @@
   user's own that no one else may write to.
 - The project's file is the first pyproject.toml with a `[tool.swzc]` table in a named file's folder (the working
   directory where none is named) or a folder above it, up to the root of the git work tree; files whose
-  projects are configured apart are refused.  Outside any work tree it must be the user's own file.  It comes with the code, from whoever wrote it, so
-  it may set only facts about that code (PROJECT_KEYS: the hardware model, sizes, grids, include folders,
-  defines, the compilation database, the benchmark's launch) and compile flags of a few harmless forms
-  (PROJECT_COMPILE_FLAGS).  What is asked or run, and where output goes, is the user's alone.
+  projects are configured apart are refused.  Outside any work tree it must be the user's own file.  It comes
+  with the code, from whoever wrote it, so it may set only facts about that code (PROJECT_KEYS: the hardware
+  model, sizes, grids, include folders, defines, the compilation database, the benchmark's launch) and compile
+  flags of a few harmless forms (PROJECT_COMPILE_FLAGS).  What is asked or run, and where output goes, is the user's alone.
 
 The command line overrides both; the project's facts override the user's defaults.
 """
