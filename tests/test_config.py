@@ -427,6 +427,20 @@ def test_a_search_never_leaves_the_work_trees_and_outside_them_takes_only_a_priv
     assert config.find_for([str(loose / "k.cu")]) == shared
     (loose / "loop").symlink_to(loose / "loop")  # a link to itself: no traceback
     assert config.find_for([str(loose / "loop" / "k.cu")]) == shared
+    planted = tmp_path / ".git"  # a .git someone else left in a shared folder makes no work tree
+    planted.write_text("")
+    os.chown(planted, 65534, 65534) if os.geteuid() == 0 else None
+    if os.geteuid() == 0:
+        os.chmod(shared, 0o666)
+        with pytest.raises(SwzcError, match="outside any git work tree"):
+            config.find_for([str(loose / "k.cu")])
+        os.chmod(shared, 0o644)
+    planted.unlink()
+    mine = tmp_path / "mine.toml"
+    shared.rename(mine)
+    shared.symlink_to(mine)  # a link to the user's own file: the link is what the folder's owner controls
+    with pytest.raises(SwzcError, match="outside any git work tree"):
+        config.find_for([str(loose / "k.cu")])
 
 
 def test_the_files_are_read_from_the_command_line_without_running_any_option_s_callback(project, monkeypatch):

@@ -609,6 +609,8 @@ def test_a_gemm_s_io_bound_is_the_pebbling_bound_for_its_sizes_and_the_fast_memo
     assert p.bytes == int((2 * 4096 ** 3 / math.sqrt(1 << 18) - 2 * (1 << 18)) * 4)
     assert small.over_bound(got.identity.dram_bytes) == got.identity.dram_bytes / p.bytes
     assert compulsory(got.footprint).product is None  # no fast memory given
+    two = compulsory(got.footprint, 1 << 20, domains=2).product  # two chiplets, each its own S: 2S each off the bound
+    assert p.bytes - two.bytes == 2 * (1 << 18) * 4
 
 
 def _panel(rows, row_bytes, stride):

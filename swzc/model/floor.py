@@ -12,8 +12,10 @@ multiply-adds whose fast memory holds S elements moves at least 2mnk / sqrt(S) -
 slow memory (Smith, Lowery, Langou and van de Geijn, "A tight I/O lower bound for matrix multiplication",
 2019).  The fast memory above the traffic counted here is the L2 and every SM's registers, shared memory and L1
 (`fast_bytes`: on one chiplet, with its own L2, for a GPU of several; each does its share of the products
-against its own), and an element is the smaller of the two operands' (both give more elements to the same
-bytes, so the bound only falls).  It is shown only where it is above the compulsory floor: for large products
+against its own, so the bound over all of them is 2mnk / sqrt(S) - 2S per domain), and an element is the
+smallest of the three arrays' (more elements to the same bytes: the bound only falls).  Like the floor, it
+takes every read the footprint lists to happen: a kernel that skips most of them (a guarded or sparse
+product) moves less than both.  It is shown only where it is above the compulsory floor: for large products
 against the L2 (a 16384³ fp32 GEMM on an H200: 5.7 GB against a floor of 3.2 GB), not for a small k (an
 outer product, attention's QKᵀ), where the operands fit and the floor is reached.
 A kernel is taken to be a product when its footprint has the shape of one: one array read in row panels (each
@@ -68,9 +70,9 @@ class Floor:
         return dram_bytes / self.product.bytes if self.product is not None and self.product.bytes else None
 
 
-def compulsory(fp: Footprint, fast_bytes: int = 0) -> Floor:
-    """The footprint's compulsory DRAM traffic over its whole grid; with `fast_bytes` (an L2 domain's fast
-    memory, `fast_memory`), the I/O lower bound too where the kernel is a matrix product."""
+def compulsory(fp: Footprint, fast_bytes: int = 0, domains: int = 1) -> Floor:
+    """The footprint's compulsory DRAM traffic over its whole grid; with `fast_bytes` (one of `domains` L2
+    domains' fast memory, `fast_memory`), the I/O lower bound too where the kernel is a matrix product."""
     total, exact = 0, True
     distinct: dict[tuple[str, bool], int] = {}  # bytes per (array, written)
     for write in (False, True):
@@ -88,7 +90,7 @@ def compulsory(fp: Footprint, fast_bytes: int = 0) -> Floor:
             distinct[array, write] = int((ends - starts).sum())
             total += distinct[array, write]
     floor = total // SECTOR * SECTOR
-    product = _product(fp, distinct, fast_bytes) if exact and fast_bytes else None
+    product = _product(fp, distinct, fast_bytes, domains) if exact and fast_bytes else None
     return Floor(floor, exact, product if product is not None and product.bytes > floor else None)
 
 
@@ -99,7 +101,7 @@ def fast_memory(hw: HardwareModel) -> int:
     return hw.l2_bytes_per_domain + hw.compute_units // hw.chiplets * per_cu
 
 
-def _product(fp: Footprint, distinct: dict[tuple[str, bool], int], fast_bytes: int) -> Product | None:
+def _product(fp: Footprint, distinct: dict[tuple[str, bool], int], fast_bytes: int, domains: int) -> Product | None:
     """The matrix product the footprint has the shape of (see the module's docstring), with its I/O bound."""
     rows, cols, slices = fp.tiles
     if rows < 2 or cols < 2:
@@ -133,7 +135,7 @@ def _product(fp: Footprint, distinct: dict[tuple[str, bool], int], fast_bytes: i
     mnk = math.sqrt(mk * kn * mn)
     m, n = math.sqrt(mk * mn / kn), math.sqrt(kn * mn / mk)
     k = mnk / mn
-    e = min(elem[a], elem[b])
-    room = fast_bytes / e  # elements the fast memory holds
-    moved = 2.0 * mnk / math.sqrt(room) - 2.0 * room  # below zero where the operands fit: no bound above the floor
+    e = min(elem[a], elem[b], elem[c])
+    room = fast_bytes / e  # elements one domain's fast memory holds
+    moved = 2.0 * mnk / math.sqrt(room) - 2.0 * room * domains  # below zero where the operands fit: no bound above the floor
     return Product(round(m), round(n), round(k), slices, int(slices * moved * e), (a, b, c))

@@ -65,6 +65,7 @@ class Ranking:
     # largest size's, and `chosen` is gated at its crossover.
     sweep: SizeSweep | None = None
     fast_bytes: int = 0  # an L2 domain's fast memory on the GPU ranked for (floor.fast_memory): the I/O bound's S
+    domains: int = 1  # the GPU's L2 domains (chiplets), each with that fast memory
 
     @property
     def identity(self) -> Prediction:
@@ -73,7 +74,7 @@ class Ranking:
     @functools.cached_property
     def floor(self) -> Floor:
         """The DRAM traffic no order goes below (swzc.model.floor), over the grid ranked."""
-        return compulsory(self.footprint, self.fast_bytes)
+        return compulsory(self.footprint, self.fast_bytes, self.domains)
 
     def prediction(self, candidate: str) -> Prediction | None:
         return next((p for p in self.predictions if p.candidate == candidate), None)
@@ -195,7 +196,7 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
     ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running,
-                                          fast_bytes=fast_memory(hw))
+                                          fast_bytes=fast_memory(hw), domains=hw.chiplets)
     return ranking
 
 

@@ -123,13 +123,22 @@ def find(start: Path | None = None, seen: dict[Path, Path | None] | None = None)
 
 
 def _in_work_tree(folder: Path) -> bool:
-    return any(os.path.exists(f / ".git") for f in (folder, *folder.parents))
+    """Whether a git work tree of the user's own holds `folder`: a `.git` that someone else made in a shared
+    folder does not make one."""
+    for f in (folder, *folder.parents):
+        try:
+            info = os.lstat(f / ".git")
+        except OSError:
+            continue
+        return info.st_uid in (os.geteuid(), 0) and (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode))
+    return False
 
 
 def _private(path: Path) -> Path:
-    """A project file found outside any git work tree, if it is the user's own and writable by no one else."""
-    info = os.stat(path)
-    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    """A project file found outside any git work tree, if it is the user's own regular file (not a link) and
+    writable by no one else."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise SwzcError(f"{path}: a project file outside any git work tree must be the user's own and writable by no one "
                         f"else (chmod go-w {path}, or move it into the project's work tree)")
     return path
