@@ -31,7 +31,7 @@ from swzc.model.rank import Ranking, candidates, measuring_order, rank
 from swzc.formulas.swizzles import parse_spec
 from swzc.analysis.context import FileContext
 
-from fit import DEFAULT_RESULTS, FIT, measurements  # noqa: E402  (bench/l2 is the script's folder)
+from fit import DEFAULT_RESULTS, FIT, measurements, moved  # noqa: E402  (bench/l2 is the script's folder)
 from make_variants import kernel_source  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -160,37 +160,32 @@ def _dram_table(per_kernel: dict[str, list[tuple[dict, object]]], within: float 
     `dram__bytes_write.sum`, and the order the model predicts to move the fewest bytes against the order
     measured to move the fewest."""
     lines = ["", "## DRAM bytes", "",
-             f"Measured: ncu's `dram__bytes_read.sum` + `dram__bytes_write.sum`. Predicted: the model's read misses and "
-             f"writes, in bytes. Error: predicted / measured - 1. The model's least-bytes order: the order it predicts "
-             f"to move the fewest bytes (identity on a tie); its measured bytes over the least measured of any order. The "
-             f"model's pick: the order its ranking puts first (by predicted L2 hit rate), against the same least.", "",
+             "Measured: ncu's `dram__bytes_read.sum` + `dram__bytes_write.sum`. Predicted: the model's read misses and "
+             "writes, in bytes. Error: predicted / measured - 1. The model's least-bytes order: the order it predicts "
+             "to move the fewest bytes (identity on a tie); its measured bytes over the least measured of any order. The "
+             "model's pick: the order its ranking puts first (by predicted L2 hit rate), against the same least.", "",
              f"| kernel | constants | orders | within {within:.0%} | median error | worst error (order) | model's least-bytes "
              f"order | measured least-bytes order | least-bytes order over the least | within {pick:.0%} | model's pick | "
              f"pick over the least |",
              "|---|---|---:|---:|---:|---|---|---|---:|---|---|---:|"]
-    held = []
+    counts = {"all": [0, 0], "held": [0, 0]}  # (within, orders)
     for kernel, rows in per_kernel.items():
-        errs = [(p.dram_bytes / max(1, r["dram_read_bytes"] + r.get("dram_write_bytes", 0)) - 1, r["candidate"]) for r, p in rows]
+        errs = [(p.dram_bytes / max(1, moved(r)) - 1, r["candidate"]) for r, p in rows]
         worst = max(errs, key=lambda e: abs(e[0]))
+        least = min((r for r, _ in rows), key=moved)
         ours = min(rows, key=lambda rp: (rp[1].dram_bytes, rp[0]["candidate"] != "identity"))[0]
-        least = min(rows, key=lambda rp: rp[0]["dram_read_bytes"] + rp[0].get("dram_write_bytes", 0))[0]
-        def moved(r: dict) -> int:
-            return r["dram_read_bytes"] + r.get("dram_write_bytes", 0)
-
-        over = moved(ours) / max(1, moved(least)) - 1
         ranked = min(rows, key=lambda rp: (-rp[1].l2_hit_rate, rp[1].dram_bytes))[0]
+        over = moved(ours) / max(1, moved(least)) - 1
         good = sum(abs(e) <= within for e, _ in errs)
-        if kernel not in FIT:
-            held.append((good, len(errs)))
+        for half in ("all",) if kernel in FIT else ("all", "held"):
+            counts[half][0] += good
+            counts[half][1] += len(errs)
         lines.append(f"| {kernel} | {'fitted' if kernel in FIT else 'held out'} | {len(rows)} | {good} | "
                      f"{statistics.median(e for e, _ in errs):+.1%} | {worst[0]:+.1%} ({worst[1]}) | {ours['candidate']} | "
                      f"{least['candidate']} | {over:+.1%} | {'yes' if over <= pick else 'no'} | {ranked['candidate']} | "
                      f"{moved(ranked) / max(1, moved(least)) - 1:+.1%} |")
-    total = sum(len(rows) for rows in per_kernel.values())
-    good = sum(sum(abs(p.dram_bytes / max(1, r["dram_read_bytes"] + r.get("dram_write_bytes", 0)) - 1) <= within
-                   for r, p in rows) for rows in per_kernel.values())
-    lines += ["", f"Within {within:.0%} of the measured DRAM bytes: {good} of {total} (kernel, order) pairs; "
-              f"held-out kernels: {sum(g for g, _ in held)} of {sum(n for _, n in held)}."]
+    lines += ["", f"Within {within:.0%} of the measured DRAM bytes: {counts['all'][0]} of {counts['all'][1]} (kernel, order) "
+              f"pairs; held-out kernels: {counts['held'][0]} of {counts['held'][1]}."]
     return lines
 
 

@@ -52,6 +52,11 @@ DEFAULT_RESULTS = ("bench/results/l2_ncu_h200.json,bench/results/l2_ncu_h200_iss
                    "bench/results/l2_ncu_h200_tiled.json,bench/results/l2_ncu_h200_async.json")
 
 
+def moved(row: dict) -> int:
+    """A measured row's DRAM bytes, read and written."""
+    return row["dram_read_bytes"] + row.get("dram_write_bytes", 0)
+
+
 def measurements(paths: list[str]) -> list[dict]:
     """Every measured (kernel, order) with a hit rate; a later file's row replaces an earlier one's."""
     rows: dict[tuple[str, str], dict] = {}
@@ -97,7 +102,7 @@ class Kernel:
         under-predictions by the same factor count the same) and mean absolute relative error, the share within 15 %, the hit rate's
         mean absolute error, and the measured bytes of the model's least-bytes order over the least measured."""
         predicted = self.predictions(unique=unique, softness=softness)
-        measured = [r["dram_read_bytes"] + r.get("dram_write_bytes", 0) for r in self.rows]
+        measured = [moved(r) for r in self.rows]
         errors = [p.dram_bytes / max(1, m) - 1 for p, m in zip(predicted, measured)]
         logs = [abs(math.log(max(p.dram_bytes, 1.0) / max(1, m))) for p, m in zip(predicted, measured)]
         ours = min(range(len(predicted)), key=lambda i: (predicted[i].dram_bytes, self.rows[i]["candidate"] != "identity"))

@@ -312,9 +312,9 @@ def named_paths(ctx: click.Context) -> list[str]:
         return []
     named: list[str] = []
     for param in command.params:
-        if isinstance(param, click.Argument) and param.name in opts:
-            value = opts[param.name]
-            named += [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
+        value = opts.get(param.name) if isinstance(param, click.Argument) else None
+        values = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+        named += [v for v in values if isinstance(v, str)]
     return named
 
 

@@ -162,7 +162,7 @@ def render_text(report: Analyzed) -> str:
             for name, hit, dram in r.candidates:
                 mark = "  <- chosen" if name == r.chosen else ""
                 times = floor.times(dram) if floor is not None else None
-                bound = f"{floor.over_bound(dram):9.2f}x" if product is not None and floor is not None else ""
+                bound = f"{dram / product.bytes:9.2f}x" if product is not None else ""
                 lines.append(f"               {name:<20} {hit:6.1f} % {dram / 1e6:10,.0f} MB "
                              + (f"{times:8.2f}x" if times is not None else f"{'–':>9}") + bound + mark)
             if floor is not None:

@@ -55,7 +55,7 @@ def floor_json(floor: Floor | None) -> dict[str, Any] | None:
 
 
 def product_text(p: Product) -> str:
-    """'matrix product C = A B, 4096 x 4096 x 4096' (with 'x 8 batches' where there are several)."""
+    """'matrix product C = A B, 4096 x 4096 x 4096' (with ', 8 of them' where there are several)."""
     a, b, c = p.arrays
     return f"matrix product {c} = {a} {b}, {p.m} x {p.n} x {p.k}" + (f", {p.batch} of them" if p.batch > 1 else "")
 

@@ -66,14 +66,19 @@ class TypeSizes:
             return 8
         return self._type_facts(type_text)[0]
 
-    def _type_facts(self, type_text: str) -> tuple[int, int]:
-        """(size, alignment) of a non-pointer type; (0, 0) when unknown."""
+    def _names(self, type_text: str) -> tuple[str, str, str, str]:
+        """The names a type may be known by: resolved through aliases, macros and template arguments, and as
+        written (qualifiers dropped), each with and without its namespace."""
         written = " ".join(w for w in type_text.split() if w not in ("const", "volatile", "struct", "__restrict__"))
         name = self.scope.resolve_type(type_text)
         for _ in range(4):
             if name in self.type_args:
                 name = self.scope.resolve_type(self.type_args[name])
-        for candidate in (name, name.split("::")[-1].strip(), written, written.split("::")[-1].strip()):
+        return name, name.split("::")[-1].strip(), written, written.split("::")[-1].strip()
+
+    def _type_facts(self, type_text: str) -> tuple[int, int]:
+        """(size, alignment) of a non-pointer type; (0, 0) when unknown."""
+        for candidate in self._names(type_text):
             if candidate in ELEMENT_BYTES:
                 size = ELEMENT_BYTES[candidate]
                 return size, 4 if candidate.endswith("3") else size  # float3 and its kin align as their element
@@ -84,14 +89,7 @@ class TypeSizes:
     def is_scalar(self, type_text: str) -> bool:
         """Whether a non-pointer type is one number (float, __half, int32_t, ...), not a vector (float4, half2),
         a packed pair or a struct: aliases, macros and template arguments followed."""
-        written = " ".join(w for w in type_text.split() if w not in ("const", "volatile", "struct", "__restrict__"))
-        if "*" in written:
-            return False
-        name = self.scope.resolve_type(type_text)
-        for _ in range(4):
-            if name in self.type_args:
-                name = self.scope.resolve_type(self.type_args[name])
-        return any(c in SCALARS for c in (name, name.split("::")[-1].strip(), written, written.split("::")[-1].strip()))
+        return "*" not in type_text and any(c in SCALARS for c in self._names(type_text))
 
     def alignment(self, type_text: str) -> int:
         return 8 if "*" in type_text else self._type_facts(type_text)[1]
