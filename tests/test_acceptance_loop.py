@@ -6,6 +6,7 @@ import pytest
 from swzc.pipeline import driver as pipeline
 from swzc.analysis.kernels import analyze
 from swzc.verify.bench import Attempt, KernelBench
+from swzc.verify.calibrate import Observed
 from swzc.core.errors import SwzcError
 from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_benchmarked, rewrite_file
 from swzc.frontend.source import load_bytes
@@ -67,6 +68,10 @@ def measured(monkeypatch):
         def prebuild(self, formulas):
             asked[self.kernel.name]["prebuilt"] += [f.name for f in formulas]
 
+        def calibrate(self, formulas, coalescer):
+            asked[self.kernel.name]["calibrated"] = coalescer
+            return Bencher.observations.get(self.kernel.name, Observed())
+
         def measure(self, formula, predicted, position=""):
             mine = asked[self.kernel.name]
             mine["candidates"].append((formula.name, predicted))
@@ -86,6 +91,7 @@ def measured(monkeypatch):
                                f"measured {self.kernel.name}", status="accepted" if chosen else "not faster",
                                formula=chosen and chosen.formula)
 
+    Bencher.observations = {}  # kernel name: what its original's instrumented run measured (nothing, unless given)
     monkeypatch.setattr(pipeline, "Bencher", Bencher)
     return asked, failing, slower
 
@@ -254,6 +260,10 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
         def prebuild(self, formulas):
             asked["prebuilt"] = [f.name for f in formulas]
 
+        def calibrate(self, formulas, coalescer):
+            asked["calibrated"] = coalescer
+            return Observed()
+
         def measure(self, formula, predicted, position=""):
             asked["candidates"].append(formula.name)
             asked.setdefault("text", self.rewrite(formula))
@@ -353,3 +363,38 @@ def test_the_sized_loop_builds_in_one_batch_stops_at_a_slower_size_and_profiles_
     finally:
         study.close()
     assert [tag for tag, _ in ran] == ["b1"] * 3
+
+
+def test_the_loop_ranks_again_with_what_the_original_s_instrumented_run_measured(measured):
+    """gemm does not stage its reads: crisp waves alone change its model.  The candidates the loop measures
+    carry the calibrated predictions, and the report records what was measured."""
+    from swzc.verify.bench import report_json, report_markdown
+
+    asked, _, _ = measured
+    plain = run({"max_iterations": 30}, kernels={0})
+    before = dict(asked["gemm"]["candidates"])
+    pipeline.Bencher.observations["gemm"] = Observed(spread=0.0, merged_share=None, hit_rate=59.0, dram_bytes=3e8)
+    calibrated = run({"max_iterations": 30}, kernels={0})
+    after = dict(asked["gemm"]["candidates"])
+    assert asked["gemm"]["calibrated"] is False  # the H200 has a coalescer, but gemm does not stage its reads
+    assert any(abs(after[name] - before[name]) > 0.5 for name in after if name in before)
+    (bench,) = calibrated.bench
+    assert bench.calibration is not None and bench.calibration.crisp_waves and bench.calibration.spread == 0.0
+    assert plain.bench[0].calibration is not None and not plain.bench[0].calibration.crisp_waves  # nothing measured
+    assert "waves not measured" in plain.bench[0].calibration.text()
+    meta = {"file": "k.cu", "device": "GPU"}
+    assert "Calibration (one instrumented run of the original): later waves' spread 0.00 lifetimes: the model ran " \
+           "with crisp waves" in report_markdown([bench], meta)
+    assert '"crisp_waves": true' in report_json([bench], meta)
+    from swzc.report.picture import measured_html
+    from swzc.report.rewrite import render_text
+
+    assert "calibration: later waves' spread 0.00 lifetimes: the model ran with crisp waves" in render_text(calibrated, False)
+    assert "Calibration (one instrumented run of the original): later waves&#x27; spread 0.00" in "".join(measured_html(bench))
+
+
+def test_no_calibration_leaves_the_model_s_defaults(measured):
+    asked, _, _ = measured
+    pipeline.Bencher.observations["gemm"] = Observed(spread=0.0)
+    result = run({"max_iterations": 2, "calibrate": False}, kernels={0})
+    assert "calibrated" not in asked["gemm"] and result.bench[0].calibration is None

@@ -377,6 +377,10 @@ def verbosity() -> tuple[int, bool]:
 @click.option("--bench/--no-bench", "bench", default=None,
               help="Check and time each candidate on the local GPU and keep only a measured win. This builds FILE "
                    "and runs its kernel and static initialisers (default: off; --bench-cmd turns it on).")
+@click.option("--calibrate/--no-calibrate", default=True, show_default=True,
+              help="With --bench: first run the original once with its blocks' start times stamped, and profile it, "
+                   "so that the L2 model ranks with what that run measured (whether its waves start together, the "
+                   "share of reads the L2 merges). NVIDIA only.")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Candidates each proposer offers per kernel: the benchmark's tries of the family, best predicted "
                    "first, and the LLM's requests.")
@@ -391,7 +395,7 @@ def verbosity() -> tuple[int, bool]:
 @verbosity_options
 @guarded
 def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None, swizzles: tuple[str, ...], hw_name: str,
-            bindings: tuple[str, ...], no_compile: bool, bench: bool | None, max_iterations: int, launch_spec: str | None,
+            bindings: tuple[str, ...], no_compile: bool, bench: bool | None, calibrate: bool, max_iterations: int, launch_spec: str | None,
             report: str | None, bench_cmd: str | None, build_cmd: str | None, bench_runs: int, bench_sizes: str | None, time_regex: str,
             check_regex: str, compile_flags: tuple[str, ...], max_bytes: int, as_json: bool, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], build_path: str | None, grids: tuple[str, ...], blocks: tuple[str, ...],
@@ -420,7 +424,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     options = Options(hw=load_hw(hw_name), swizzle=swizzle, pinned=pinned, bindings=parse_bindings(list(bindings)),
                       context=context, facts=parse_launch_facts(grids, blocks),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
-                      launch_spec=launch_spec, program=program, proposer=proposer, llm=llm)
+                      launch_spec=launch_spec, program=program, proposer=proposer, llm=llm, calibrate=calibrate)
     if bench:
         from rich.markup import escape
 

@@ -32,6 +32,7 @@ from swzc.analysis.kernels import kernel_function
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
 from swzc.frontend.evaluate import Value
+from swzc.model.calibration import Calibration
 from swzc.model.floor import Floor, compulsory, fast_memory
 from swzc.model.footprint import Footprint, UnknownAccess, footprint
 from swzc.target.hw import HardwareModel
@@ -66,6 +67,7 @@ class Ranking:
     sweep: SizeSweep | None = None
     fast_bytes: int = 0  # an L2 domain's fast memory on the GPU ranked for (floor.fast_memory): the I/O bound's S
     domains: int = 1  # the GPU's L2 domains (chiplets), each with that fast memory
+    calibration: Calibration | None = None  # the inputs a run of the original order measured (swzc.model.calibration)
 
     @property
     def identity(self) -> Prediction:
@@ -179,24 +181,29 @@ def candidates(adapter: str, tiles: tuple[int, int, int], hw: HardwareModel) -> 
 
 def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value] | None = None,
          specs: list[SwizzleSpec] | None = None, compiler: bool = False, flags: tuple[str, ...] = (),
-         running: Residency | None = None, orders: Orders | None = None) -> Ranking | str:
+         running: Residency | None = None, orders: Orders | None = None, calibration: Calibration | None = None
+         ) -> Ranking | str:
     """Score the candidates for a kernel's first launch with a known grid; a reason string when it cannot.
 
     `compiler`: ask the compiler (with `flags`) for the kernel's registers and shared memory (the file is
     compiled, never run); otherwise the residency comes from the launch bounds or the default.  `running`:
     a residency found before (an earlier ranking's), used as it is.  `orders`: block orders listed before
-    (`block_orders`), used where they hold the ones needed."""
+    (`block_orders`), used where they hold the ones needed.  `calibration`: the model's inputs measured on a run
+    of the kernel's original order (swzc.model.calibration), in place of its defaults."""
     surveyed = survey(ctx, kernel, hw, user, compiler, flags, running)
     if isinstance(surveyed, str):
         return surveyed
     fp, running, resident = surveyed
+    if calibration is not None and calibration.resident:  # measured on a run of the kernel: the model takes it
+        resident = calibration.resident
     divisor = fp.divisor
     specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
-    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident)
+    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident, calibration)
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
-    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders), residency=running,
-                                          fast_bytes=fast_memory(hw), domains=hw.chiplets)
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders, calibration),
+                                          residency=running, fast_bytes=fast_memory(hw), domains=hw.chiplets,
+                                          calibration=calibration)
     return ranking
 
 
@@ -222,6 +229,11 @@ def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappin
     if running is None:
         running = residency(ctx, kernel, hw, fp.threads, use_compiler=compiler, flags=flags)
     return fp, running, resident_at(running, kernel, index, hw)
+
+
+def identity_order(fp: Footprint) -> np.ndarray:
+    """The footprint's grid in its original dispatch order, as the model follows it (the first MAX_MODEL_BLOCKS)."""
+    return dispatch_maps([(SwizzleSpec(()), fp.adapter)], (*fp.grid, fp.divisor), MAX_MODEL_BLOCKS)[0]
 
 
 def _footprint(ctx: FileContext, kernel: KernelInfo, index: int, user: Mapping[str, Value] | None) -> Footprint | str:
@@ -260,12 +272,12 @@ def resident_at(running: Residency, kernel: KernelInfo, index: int, hw: Hardware
 
 
 def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int,
-          orders: Orders | None = None) -> Ranking:
+          orders: Orders | None = None, calibration: Calibration | None = None) -> Ranking:
     shape = (*fp.grid, divisor)
     known = [orders.get((s, adapter, shape)) for s in specs] if orders is not None else []
     maps = (known if known and all(m is not None for m in known) else  # type: ignore[misc]
             dispatch_maps([(s, adapter) for s in specs], shape, MAX_MODEL_BLOCKS))
-    model = L2Model(fp, hw, resident)
+    model = L2Model(fp, hw, resident, **(calibration.model_args() if calibration is not None else {}))
     scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
     predictions = sorted((replace(model.predict(s.name, order, adapter, divisor).scaled(scale), formula=s)
                           for s, order in zip(specs, maps)),

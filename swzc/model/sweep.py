@@ -29,6 +29,7 @@ from swzc.analysis.context import bindings_key
 from swzc.analysis.kernels import integer_arguments, relaunched
 from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
+from swzc.model.calibration import Calibration
 from swzc.model.footprint import Footprint
 from swzc.model.l2model import Prediction
 from swzc.model.rank import (NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, pays, rank, resident_at,
@@ -58,9 +59,11 @@ def sized_launch(kernel: KernelInfo) -> Launch | None:
 
 
 def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None,
-                    compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | str:
+                    compiler: bool = False, flags: tuple[str, ...] = (), calibration: Calibration | None = None
+                    ) -> Ranking | str:
     """The ranking at the largest size swept, with the sweep (`Ranking.sweep`) and its gated choice; a reason
-    string when the kernel cannot be ranked at the sizes swept."""
+    string when the kernel cannot be ranked at the sizes swept.  `calibration`: the model's inputs measured on
+    a run of the original order, used at every size (swzc.model.calibration)."""
     launch = sized_launch(kernel)
     if launch is None:
         return "no launch names the sizes its grid is set by"
@@ -140,7 +143,8 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     specs: list[SwizzleSpec] | None = None
     orders: Orders | None = None
     for point, (at, bound, _, _) in reversed(list(zip(points, kernels))):
-        got = rank(ctx, at, hw, bound, specs, compiler=compiler, flags=flags, running=running, orders=orders)
+        got = rank(ctx, at, hw, bound, specs, compiler=compiler, flags=flags, running=running, orders=orders,
+                   calibration=calibration)
         if isinstance(got, str):
             return f"at {said} = {point.size}: {got}"
         if specs is None:
@@ -330,7 +334,8 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
 
 
 def rank_over_launches(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str] | None = None,
-                       compiler: bool = False, flags: tuple[str, ...] = ()) -> Ranking | None:
+                       compiler: bool = False, flags: tuple[str, ...] = (), calibration: Calibration | None = None
+                       ) -> Ranking | None:
     """Where a kernel is launched (or was seen launched: swzc.verify.observe) with several grids: each ranked, and
     the order chosen as over a sweep, so that it pays at each grid it runs at or is gated off it.  None where it
     has one grid, or one of them cannot be ranked (the first launch's ranking stands then)."""
@@ -343,7 +348,8 @@ def rank_over_launches(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, 
     points: dict[int, SizePoint] = {}
     running: Residency | None = None
     for la in distinct.values():
-        got = rank(ctx, replace(kernel, launches=(la,)), hw, user, compiler=compiler, flags=flags, running=running)
+        got = rank(ctx, replace(kernel, launches=(la,)), hw, user, compiler=compiler, flags=flags, running=running,
+                   calibration=calibration)
         if isinstance(got, str):
             return None
         running = got.residency

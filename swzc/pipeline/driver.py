@@ -34,7 +34,8 @@ from swzc.verify.program import OriginalFailed, ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
 from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch, unsized
-from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, rank
+from swzc.model.calibration import Calibration, calibrate
+from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, identity_order, rank, survey
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
 if TYPE_CHECKING:  # the LLM's modules (and the openai SDK) load only when an LLM is asked for
@@ -84,6 +85,7 @@ class Options:
     proposer: str = "builtin"  # where candidates come from: "builtin", "llm" or "both" (swzc.search.proposers)
     llm: Proposer | None = None  # the LLM proposer, with its client (live or a recorded transcript)
     facts_elsewhere: bool = False  # `facts` may name kernels of other files (a command given several FILES)
+    calibrate: bool = True  # with bench: one instrumented run of each kernel's original order sets the model's inputs
 
     def __hash__(self) -> int:
         """Over the knobs in a canonical form (mappings as sorted items); the LLM proposer is left out, as equal
@@ -91,7 +93,7 @@ class Options:
         return hash((self.hw, self.swizzle, tuple(sorted(self.pinned.items())), tuple(sorted((k, repr(v)) for k, v in self.bindings.items())), self.compile,
                      self.compile_flags, self.bench, self.max_iterations, self.launch_spec, self.rounds, self.program,
                      self.progress, self.context, tuple(sorted((k, v) for k, v in self.facts.items())), self.proposer,
-                     self.facts_elsewhere))
+                     self.facts_elsewhere, self.calibrate))
 
 
 @dataclass(frozen=True)
@@ -291,13 +293,14 @@ def rank_kernels(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bi
 
 
 def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
-          compiler: bool, flags: tuple[str, ...], sizes: bool = True) -> Ranking | str:
-    got = rank(ctx, kernel, hw, bindings, compiler=compiler, flags=flags)
+          compiler: bool, flags: tuple[str, ...], sizes: bool = True, calibration: Calibration | None = None
+          ) -> Ranking | str:
+    got = rank(ctx, kernel, hw, bindings, compiler=compiler, flags=flags, calibration=calibration)
     if isinstance(got, Ranking) and kernel.tile_loop is None:  # launched with several grids: the order must hold at each
-        got = rank_over_launches(ctx, kernel, hw, bindings, compiler, flags) or got
+        got = rank_over_launches(ctx, kernel, hw, bindings, compiler, flags, calibration) or got
     launch = sized_launch(kernel)
     if isinstance(got, str) and sizes and kernel.tile_loop is None and launch is not None:
-        swept = rank_over_sizes(ctx, kernel, hw, bindings, compiler, flags)
+        swept = rank_over_sizes(ctx, kernel, hw, bindings, compiler, flags, calibration)
         if isinstance(swept, Ranking):
             return swept
         return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
@@ -407,10 +410,12 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
             return rewrite_source(ctx, analysis, replace(options, bench=False, compile=False), RunPlan(only={index: formula})).new
 
         sweep = ranking.sweep if isinstance(ranking, Ranking) and options.program is None else None
+        measured_at: list[Size] = []
         try:
             bencher: Bencher | SizedBencher
             if sweep is not None:
-                bencher = SizedBencher(ctx, _sizes(ctx, analysis.kernels[index], sweep, options), rewrite_one, options.hw,
+                measured_at = _sizes(ctx, analysis.kernels[index], sweep, options)
+                bencher = SizedBencher(ctx, measured_at, rewrite_one, options.hw,
                                        options.launch_spec, options.rounds, options.progress, _compiler(options)[1])
             else:
                 bencher = Bencher(ctx, analysis, index, rewrite_one, options.hw, options.launch_spec, options.rounds,
@@ -427,9 +432,17 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
             detail = a.reason if a.speedup is None else f"measured {a.speedup:.3f}x{profiled}: {a.reason}"
             return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
 
+        calibration: Calibration | None = None
         try:
             try:
-                bencher.prebuild(_planned(task, proposers, options.max_iterations))  # what is known to be tried, at once
+                planned = _planned(task, proposers, options.max_iterations)  # what is known to be tried, built at once
+                if options.calibrate and pinned is None and options.program is None and isinstance(ranking, Ranking):
+                    ranking, calibration = _calibrated(ctx, analysis.kernels[index], ranking, bencher, planned,
+                                                       measured_at[-1] if measured_at else None, options)
+                    ranked[index] = ranking
+                    task = replace(task, ranking=ranking)
+                    planned = _planned(task, proposers, options.max_iterations)
+                bencher.prebuild(planned)
             except SwzcError:
                 pass  # each candidate is then built as it is measured, and a build that fails is said there
             history = search(task, proposers, options.max_iterations, measure)
@@ -439,7 +452,7 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         if not bencher.attempts:
             declined[index] = _nothing_to_measure(analysis, index, options.hw, ranking, history)
             continue
-        result = bencher.result()
+        result = replace(bencher.result(), calibration=calibration)
         benches.append(result)
         exploring = isinstance(ranking, Ranking) and ranking.chosen is None and any(
             t.formula == EXPLORE and t.proposer == "builtin" for t in history)
@@ -453,6 +466,29 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                            RunPlan(only=chosen, declined=declined, notes=notes, ranked=ranked))
     return replace(final, bench=tuple(benches), benchmarked=True, notes=(*observed, *final.notes), searches=tuple(searches),
                    transcripts=_transcripts(options, searches))
+
+
+def _calibrated(ctx: FileContext, kernel: KernelInfo, ranking: Ranking, bencher: Bencher | SizedBencher,
+                planned: list[Formula], size: Size | None, options: Options) -> tuple[Ranking, Calibration | None]:
+    """The kernel ranked again with the model's inputs measured on one instrumented run of its original order
+    (swzc.model.calibration), at the launch the loop profiles (`size`: the largest of a loop over several); the
+    ranking as it was where the model cannot follow that launch."""
+    bound = {**options.bindings, **ranking.sweep.bindings(size.size)} if size is not None and ranking.sweep else options.bindings
+    at = size.kernel if size is not None else kernel
+    surveyed = survey(ctx, at, options.hw, bound, *_compiler(options), ranking.residency)
+    if isinstance(surveyed, str):
+        return ranking, None
+    fp, _, resident = surveyed
+    if options.progress:
+        options.progress(f"{kernel.name}: calibrating (the original, instrumented)")
+    seen = bencher.calibrate(planned, options.hw.l2_request_coalescer and fp.staged)
+    running = seen.running if kernel.tile_loop is None else None  # a tile loop's blocks each walk many tiles
+    calibration = calibrate(fp, options.hw, resident, identity_order(fp), seen.spread, seen.merged_share, seen.notes,
+                            running)
+    if not calibration.changes_model:
+        return replace(ranking, calibration=calibration), calibration
+    again = _rank(ctx, kernel, options.hw, options.bindings, *_compiler(options), calibration=calibration)
+    return (again if isinstance(again, Ranking) else replace(ranking, calibration=calibration)), calibration
 
 
 def _planned(task: KernelTask, proposers: list[Proposer], iterations: int) -> list[Formula]:

@@ -539,6 +539,8 @@ def measured_html(bench: KernelBench) -> list[str]:
         parts.append(f"<tr{mark}><td>{e(a.candidate)}</td><td>{e(a.status)}</td><td>{_number(a.speedup, '{:.3f}x')}</td>"
                      f"<td>{_number(a.l2_hit_rate, '{:.1f} %')}</td><td>{_number(a.ms, '{:.3f}')}</td></tr>")
     parts += ["</table>", f"<p>{e(bench.reason)}</p>"]
+    if bench.calibration is not None:
+        parts.append(f"<p>Calibration (one instrumented run of the original): {e(bench.calibration.text())}</p>")
     if bench.by_size:
         cells = lambda row, tag: "".join(f"<{tag}>{e(cell)}</{tag}>" for cell in row)  # noqa: E731
         table = size_table(bench)

@@ -55,6 +55,8 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
         lines.append(f"  benchmark {b.kernel}: {b.chosen + ' accepted' if b.chosen else 'declined'}: {reason}")
         if b.profiler not in PROFILERS.values():  # no L2 figures: say why
             lines.append(f"      profiler: {b.profiler}")
+        if b.calibration is not None:
+            lines.append(f"      calibration: {b.calibration.text()}")
         if b.by_size:  # measured at several sizes: the speedup of each order at each
             table = size_table(b)
             widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]

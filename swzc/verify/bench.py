@@ -29,6 +29,8 @@ from pathlib import Path
 
 from swzc.core import processes
 from swzc.verify.accept import judge
+from swzc.verify.calibrate import (LRC_DELIVERED, LRC_MERGED, Observed, instrumented, observed, probe_failed, unmeasured,
+                                   wave_spread)
 from swzc.analysis.records import FileAnalysis, KernelInfo
 from swzc.core.errors import SwzcError
 from swzc.core.inputs import TOOL_OUTPUT_BYTES, read_regular
@@ -46,6 +48,7 @@ from swzc.target.hw import HardwareModel
 from swzc.verify.program import OriginalFailed, ProgramBench, run_program, run_program_sizes
 from swzc.analysis.context import FileContext
 from swzc.formulas.swizzles import Formula
+from swzc.model.calibration import Calibration
 
 NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
 # rocprofv3 counters: L2 (TCC) hits and misses summed over the channels, in one pass; then kilobytes read
@@ -99,6 +102,8 @@ class KernelBench:
     status: str = "not faster"  # one of KERNEL_STATUSES
     formula: Formula | None = field(default=None, compare=False)  # the chosen order; `chosen` is its name
     by_size: tuple[Attempt, ...] = ()  # in a loop over several sizes: each candidate at each size (the size x order table)
+    baseline_dram_read_bytes: float | None = None  # the original's, measured by the profiler
+    calibration: Calibration | None = None  # what the original's instrumented run set in the model (swzc.model.calibration)
 
 
 def profiler_note(toolchain: str) -> str:
@@ -114,27 +119,34 @@ def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
 
 
 def _ncu(built: Build, variant: str) -> tuple[float | None, float | None]:
+    counters = ncu_counters(built, variant, NCU_METRICS.split(","))
+    if counters is None:
+        return None, None
+    return counters.get("lts__t_sector_hit_rate.pct"), counters.get("dram__bytes_read.sum")
+
+
+def ncu_counters(built: Build, variant: str, metrics: Sequence[str]) -> dict[str, float] | None:
+    """ncu's values of `metrics` for the last launch of one variant's kernel in its harness (byte counts in
+    bytes); a metric ncu did not give is missing; None without ncu or where its run gave no table."""
     ncu = shutil.which("ncu")
     if ncu is None:
-        return None, None
-    cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRICS, "--csv", "--page", "raw",
+        return None
+    cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(metrics), "--csv", "--page", "raw",
            str(built.harness), str(built.a), str(built.b), f"profile-{variant}"]
     run = processes.run(cmd, PROFILE_TIMEOUT_S)
     rows = [r for r in csv.reader(io.StringIO("\n".join(l for l in run.stdout.splitlines() if l.startswith('"'))))]
     if len(rows) < 3:
-        return None, None
-    header, last = rows[0], rows[-1]
-
-    def number(name: str) -> float | None:
+        return None
+    header, units, last = rows[0], rows[1], rows[-1]
+    values: dict[str, float] = {}
+    for name in metrics:
         try:
-            value = float(last[header.index(name)].replace(",", ""))
+            at = header.index(name)
+            value = float(last[at].replace(",", ""))
         except (ValueError, IndexError):
-            return None
-        unit = rows[1][header.index(name)]
-        scale = {"Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}.get(unit, 1.0)
-        return value * scale
-
-    return number("lts__t_sector_hit_rate.pct"), number("dram__bytes_read.sum")
+            continue
+        values[name] = value * {"Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}.get(units[at] if at < len(units) else "", 1.0)
+    return values
 
 
 def _rocprof(built: Build, variant: str) -> tuple[float | None, float | None]:
@@ -242,6 +254,7 @@ class Bencher:
         self.attempts: list[Attempt] = []
         self.by_size: list[Attempt] = []  # with --bench-sizes: each candidate at each size
         self.baseline_hit: float | None = None
+        self.baseline_dram: float | None = None
         # the generated harness: the original's library and the harness are built once, at the first candidate,
         # in a folder of the loop's own (removed by `close`); each candidate builds only its own library
         self._folder: tempfile.TemporaryDirectory[str] | None = None
@@ -258,21 +271,40 @@ class Bencher:
                                     self.src.dialect, self.toolchain, self.flags)
         return self._builder
 
-    def prebuild(self, formulas: Sequence[Formula]) -> None:
+    def prebuild(self, formulas: Sequence[Formula], extra: Sequence[tuple[list[str], Path]] = ()) -> list[Path | SwzcError]:
         """Build these candidates, with the original and the harness, in one batch of parallel compiles before any
         is measured: the loop then waits for one build, not one per candidate (the generated harness only; the
-        user's own program is built by its command).  A build that fails is reported when its candidate is."""
+        user's own program is built by its command).  A build that fails is reported when its candidate is.
+        `extra` compiles go into the same batch; returned is what each gave."""
         if self.plan is None:
-            return
+            return []
         builder = self._make_builder()
         shared = [] if self._shared is not None else [builder.variant("a", self.src.data),
                                                       builder.harness("", self.plan, self.hw.flush_bytes)]
-        self._built, rest = _build_batch(builder, self.rewrite, formulas, self._libs, self._built, shared)
+        self._built, rest = _build_batch(builder, self.rewrite, formulas, self._libs, self._built, [*shared, *extra])
+        rest, extras = rest[:len(shared)], rest[len(shared):]
         failed = next((got for got in rest if isinstance(got, SwzcError)), None)
         if failed is not None:
             self._libs = {name: failed for name in self._libs}  # no candidate can run without them
         elif shared:
             self._shared = (rest[0], rest[1])  # type: ignore[assignment]  # both paths
+        return extras
+
+    def calibrate(self, formulas: Sequence[Formula], coalescer: bool) -> Observed:
+        """The original order's instrumented run and its profile (swzc.verify.calibrate), built with these
+        candidates in one batch; `coalescer`: measure the coalescer's share."""
+        if self.plan is None:
+            return unmeasured("the user's own program is timed: the model keeps its defaults")
+        builder = self._make_builder()
+        plan = self.plan
+
+        def original() -> tuple[Build, tuple[int, int, int]] | None:
+            if self._shared is None:
+                return None
+            lib, harness = self._shared
+            return Build(builder.folder, harness, lib, lib, self.toolchain, plan.kernel.partition("<")[0]), plan.grid
+
+        return _calibrate(self, builder, formulas, coalescer, original)
 
     def _build(self, formula: Formula) -> Build:
         """The candidate's library (prebuilt, or built now), with the original's and the harness built once for
@@ -321,7 +353,7 @@ class Bencher:
             hit = dram = None
             if built is not None:  # ncu profiles the generated harness, not the user's program
                 if self.baseline_hit is None:
-                    self.baseline_hit, _ = profile(built, "a")
+                    self.baseline_hit, self.baseline_dram = profile(built, "a")
                 hit, dram = profile(built, "b")
             attempt = Attempt(name, predicted, True, verdict.accepted, verdict.speedup, verdict.lower, verdict.noise,
                               verdict.baseline_ms, verdict.candidate_ms, hit, dram, verdict.reason,
@@ -348,7 +380,8 @@ class Bencher:
     def result(self) -> KernelBench:
         status, chosen, reason = conclude(self.attempts)
         return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
-                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
+                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size),
+                           self.baseline_dram)
 
     def close(self) -> None:
         """Remove the builds (the loop's folder)."""
@@ -398,22 +431,38 @@ class SizedBencher:
         self.attempts: list[Attempt] = []
         self.by_size: list[Attempt] = []
         self.baseline_hit: float | None = None
+        self.baseline_dram: float | None = None
         self._built = 0
 
     def close(self) -> None:
         self._folder.cleanup()
 
-    def prebuild(self, formulas: Sequence[Formula]) -> None:
+    def prebuild(self, formulas: Sequence[Formula], extra: Sequence[tuple[list[str], Path]] = ()) -> list[Path | SwzcError]:
         """Build these candidates (with the original and the harnesses) in one batch of parallel compiles before
         any is measured: the loop then waits for one build, not one per candidate.  A build that fails is
-        reported when its candidate is measured."""
+        reported when its candidate is measured.  `extra` compiles go into the same batch; returned is what each
+        gave."""
         shared = [] if self._shared is not None else [self.builder.variant("a", self.src.data), *(
             self.builder.harness(f"{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans))]
-        self._built, rest = _build_batch(self.builder, self.rewrite, formulas, self._libs, self._built, shared)
+        self._built, rest = _build_batch(self.builder, self.rewrite, formulas, self._libs, self._built, [*shared, *extra])
+        rest, extras = rest[:len(shared)], rest[len(shared):]
         failed = next((got for got in rest if isinstance(got, SwzcError)), None)
         if shared and failed is None:
             self._shared = (rest[0], rest[1:])  # type: ignore[arg-type]  # all paths
-        self._failed = failed
+        if shared:
+            self._failed = failed
+        return extras
+
+    def calibrate(self, formulas: Sequence[Formula], coalescer: bool) -> Observed:
+        """As Bencher.calibrate, at the largest size (where the loop profiles)."""
+        def original() -> tuple[Build, tuple[int, int, int]] | None:
+            if self._shared is None:
+                return None
+            lib, harnesses = self._shared
+            plan = self.plans[-1]
+            return Build(self.builder.folder, harnesses[-1], lib, lib, self.toolchain, plan.kernel.partition("<")[0]), plan.grid
+
+        return _calibrate(self, self.builder, formulas, coalescer, original)
 
     def measure(self, formula: Formula, predicted: float | None, position: str = "") -> Attempt:
         """Build one candidate (unless built before), then check and time it at each size, smallest first, until
@@ -444,7 +493,7 @@ class SizedBencher:
             attempt = _sized_attempt(formula, predicted, size.size, result)
             if size is self.sizes[-1] and attempt.accepted:  # profiled where it may be chosen
                 if self.baseline_hit is None:
-                    self.baseline_hit, _ = profile(run, "a")
+                    self.baseline_hit, self.baseline_dram = profile(run, "a")
                 hit, dram = profile(run, "b")
                 attempt = replace(attempt, l2_hit_rate=hit, dram_read_bytes=dram)
             mine.append(attempt)
@@ -458,7 +507,39 @@ class SizedBencher:
     def result(self) -> KernelBench:
         status, chosen, reason = conclude(self.attempts)
         return KernelBench(self.kernel.name, self.kernel.line, tuple(self.attempts), chosen and chosen.candidate, reason,
-                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size))
+                           self.baseline_hit, self.profiler, status, chosen and chosen.formula, tuple(self.by_size),
+                           self.baseline_dram)
+
+
+def _calibrate(bencher: Bencher | SizedBencher, builder: Builder, formulas: Sequence[Formula], coalescer: bool,
+               original: Callable[[], tuple[Build, tuple[int, int, int]] | None]) -> Observed:
+    """Build the instrumented copy with the candidates, then run it and profile the original (`original`: its
+    build, with the harness of the launch measured, and that launch's grid; None where they did not build).
+    The original's L2 hit rate becomes the loop's baseline."""
+    if bencher.toolchain != "nvcc":
+        bencher.prebuild(formulas)
+        return unmeasured("the timeline stamps read NVIDIA's global timer: on this GPU the model keeps its defaults")
+    try:
+        probe = builder.variant("t", instrumented(bencher.src.data, bencher.kernel))
+    except SwzcError as exc:
+        bencher.prebuild(formulas)
+        return unmeasured(exc.message)
+    (lib,) = bencher.prebuild(formulas, [probe])
+    got = original()
+    if got is None:
+        return unmeasured("the original or the harness did not build")
+    built, (gx, gy, gz) = got
+    if isinstance(lib, SwzcError):
+        spread, running, why = None, None, probe_failed(lib)
+    else:
+        spread, running, why = wave_spread(replace(built, b=lib), gx * gy * gz)
+    metrics = [*NCU_METRICS.split(","), *((LRC_MERGED, LRC_DELIVERED) if coalescer else ())]
+    counters = ncu_counters(built, "a", metrics)
+    seen = observed(spread, running, why, counters, coalescer, *((counters.get("lts__t_sector_hit_rate.pct"),
+                                                         counters.get("dram__bytes_read.sum")) if counters else (None, None)))
+    if seen.hit_rate is not None:
+        bencher.baseline_hit, bencher.baseline_dram = seen.hit_rate, seen.dram_bytes
+    return seen
 
 
 def _failed(formula: Formula, predicted: float | None, result: HarnessResult, where: str = "") -> Attempt:
@@ -567,6 +648,12 @@ def report_markdown(results: list[KernelBench], meta: dict) -> str:
     for r in results:
         lines += [f"## {r.kernel} (line {r.line}): {'accepted ' + r.chosen if r.chosen else 'declined'}", "", r.reason, "",
                   f"Profiler: {r.profiler or '–'}", ""]
+        if r.baseline_l2_hit_rate is not None or r.baseline_dram_read_bytes is not None:
+            hit, dram = r.baseline_l2_hit_rate, r.baseline_dram_read_bytes
+            lines += ["The original, measured: " + ", ".join(filter(None, [
+                f"{hit:.1f} % L2 hits" if hit is not None else "", f"{dram / 1e6:,.0f} MB read from DRAM" if dram is not None else ""])), ""]
+        if r.calibration is not None:
+            lines += [f"Calibration (one instrumented run of the original): {r.calibration.text()}", ""]
         if r.by_size:  # before the candidates' table, not inside it
             table = size_table(r)
             lines += ["Measured speedup over the original, by size:", "", "| " + " | ".join(table[0]) + " |",

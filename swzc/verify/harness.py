@@ -383,10 +383,11 @@ struct Gpu {{
 }};
 
 int main(int argc, char** argv) {{
-  if (argc < 4) {{ fprintf(stderr, "usage: harness A.so B.so check|time ROUNDS|profile-a|profile-b\n"); return 2; }}
+  if (argc < 4) {{ fprintf(stderr, "usage: harness A.so B.so check|time ROUNDS|profile-a|profile-b|timeline FILE\n"); return 2; }}
   launch_fn launch[2];
+  void* libs[2];
   for (int v = 0; v < 2; ++v) {{
-    void* lib = dlopen(argv[1 + v], RTLD_NOW | RTLD_LOCAL);
+    void* lib = libs[v] = dlopen(argv[1 + v], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {{ fprintf(stderr, "swzc harness: %s\n", dlerror()); return 3; }}
     launch[v] = (launch_fn)dlsym(lib, "swzc_launch");
     if (!launch[v]) {{ fprintf(stderr, "swzc harness: no swzc_launch in %s\n", argv[1 + v]); return 3; }}
@@ -436,6 +437,16 @@ int main(int argc, char** argv) {{
     check(cudaEventSynchronize(e1), "time");
     float ms = 0; cudaEventElapsedTime(&ms, e0, e1); return ms;
   }};
+  if (mode == "timeline") {{  // B stamps its blocks (swzc.verify.calibrate): the flushed launch's stamps, to argv[4]
+    typedef int (*arm_fn)(unsigned long long);
+    typedef int (*save_fn)(const char*);
+    arm_fn arm = (arm_fn)dlsym(libs[1], "swzc_timeline_arm");
+    save_fn save = (save_fn)dlsym(libs[1], "swzc_timeline_save");
+    if (!arm || !save || argc < 5) {{ fprintf(stderr, "swzc harness: B keeps no timeline\n"); return 3; }}
+    if (arm((unsigned long long)grid.x * grid.y * grid.z)) {{ fprintf(stderr, "swzc harness: timeline buffers\n"); return 3; }}
+    timed(1);
+    return save(argv[4]) ? 3 : 0;
+  }}
   for (int w = 0; w < 3; ++w) {{ timed(0); timed(1); }}
   std::vector<float> ta, tb, ta2;
   for (int r = 0; r < rounds; ++r) {{ ta.push_back(timed(0)); tb.push_back(timed(1)); ta2.push_back(timed(0)); }}
