@@ -575,3 +575,39 @@ def test_json_gives_a_files_syntax_errors_and_the_kernels_they_leave_unread(work
     assert bad["syntax_errors"] and bad["syntax_errors"][0]["line"] == 3
     assert [(k["name"], k["status"], k["suggestion"]) for k in bad["kernels"]] == [("k", "refused", None)]
     assert good["syntax_errors"] == [] and good["error"] is None
+
+
+def test_a_header_several_files_include_is_parsed_once_per_run_and_again_when_its_bytes_change(work, monkeypatch):
+    """The run's files share the parse of a header whose bytes are the same: read for each file, parsed once.
+    A header whose bytes differ when the next file reads it is parsed anew, and that file sees its own."""
+    import pickle
+
+    from swzc.frontend import preprocess
+    from swzc.frontend.build_context import HeaderParses
+
+    parsed, reads = [], []
+    real_parse, real_read = preprocess.load_bytes, preprocess.read_regular_file
+    monkeypatch.setattr(preprocess, "load_bytes", lambda path, data: parsed.append(data) or real_parse(path, data))
+    (work / "tile.h").write_text("#define TILE 16\n")
+    for name in ("a.cu", "b.cu", "c.cu"):
+        (work / name).write_bytes(b'#include "tile.h"\n' + GEMM.replace(b"16", b"TILE"))
+    first = invoke("suggest", "--json", "a.cu", "b.cu", "c.cu")
+    assert parsed == [b"#define TILE 16\n"]  # three files, one parse
+    rates = {f["kernels"][0]["suggestion"]["identity"]["l2_hit_rate"] for f in json.loads(first.stdout)["files"]}
+    assert len(rates) == 1
+
+    def read(path, limit):  # the header changes after the first file read it
+        reads.append(path)
+        data = real_read(path, limit)
+        return data.replace(b"16", b"32") if path.endswith("tile.h") and len(reads) > 1 else data
+
+    parsed.clear()
+    monkeypatch.setattr(preprocess, "read_regular_file", read)
+    second = json.loads(invoke("suggest", "--json", "a.cu", "b.cu").stdout)
+    assert parsed == [b"#define TILE 16\n", b"#define TILE 32\n"]
+    rates = [f["kernels"][0]["suggestion"]["identity"]["l2_hit_rate"] for f in second["files"]]
+    assert rates[0] != rates[1]  # the second file was read with TILE 32
+    cache = HeaderParses()
+    cache.keep("/x/tile.h", b"#define TILE 16\n", real_parse("/x/tile.h", b"#define TILE 16\n"))
+    assert cache.get("/x/tile.h", b"#define TILE 16\n") is not None and cache.get("/x/tile.h", b"#define TILE 8\n") is None
+    assert pickle.loads(pickle.dumps(cache)).get("/x/tile.h", b"#define TILE 16\n") is None  # a worker starts with none

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from swzc.frontend.build_context import CompileContext
+from swzc.frontend import queries
 from swzc.frontend.evaluate import Budget
 from swzc.frontend.scope import prepare
 from swzc.frontend.source import SourceFile
@@ -43,6 +44,7 @@ class FileContext:
     rankings: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.rank: per kernel shape
     usage: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.residency: per target, flags
     sized: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.sweep: analyses per size
+    _matches: dict[str, list] = field(default_factory=dict, init=False, repr=False)
 
     def prepared(self, user: Mapping[str, Value | str] | None = None) -> tuple[Preprocessed, Scope]:
         """The file's directives run with the build's folders and defines, and the names the evaluator may
@@ -56,7 +58,15 @@ class FileContext:
             if base is None:
                 base = self._prepared[()] = prepare(self.src, {}, self.build)
             pre, scope = base
-            found = self._prepared[key] = (pre, replace(scope, user=dict(user or {}), budget=Budget(), functions={}))
+            found = self._prepared[key] = (pre, replace(scope, user=dict(user or {}), budget=Budget()))
+        return found
+
+    def matches(self, name: str) -> list[dict[str, list[Node]]]:
+        """Every match of query `name` over the whole file (swzc.frontend.queries), found once: the tree does not
+        depend on the bindings, only what is evaluated of it."""
+        found = self._matches.get(name)
+        if found is None:
+            found = self._matches[name] = queries.matches(self.src.dialect, name, self.src.tree.root_node)
         return found
 
     def scope(self, user: Mapping[str, Value | str] | None = None) -> Scope:

@@ -52,7 +52,7 @@ def relaunched(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | 
     if function is None:
         return None
     pre, scope = ctx.prepared(user)
-    sites = launch_sites(ctx.src, pre, scope, {kernel.name}).get(kernel.name, ())
+    sites = launch_sites(ctx.src, pre, scope, {kernel.name}, ctx.matches("launches")).get(kernel.name, ())
     body = function.child_by_field_name("body")
     divisor = _decode(ctx.src, body, list(kernel.uses))[0] if kernel.decode is not None and body is not None else None
     return replace(kernel, launches=tuple(kernel_launches(ctx.src, function, sites, scope, divisor, kernel.tile_loop, None)))
@@ -73,7 +73,7 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     kernels, device = _functions_of(src, pre)
     helper_uses, helper_at, calls = _helper_reads(src, device)
     readers = find_readers(src, pre, block_macros, device, helper_uses, calls)
-    sites = launch_sites(src, pre, scope, {function_name(function) for function, _ in kernels})
+    sites = launch_sites(src, pre, scope, {function_name(function) for function, _ in kernels}, ctx.matches("launches"))
     file = _File(src, scope, side_effect, block_macros, volatile, device, helper_uses, calls, readers, _Broken(src), off)
     records: list[KernelInfo] = []
     callers: dict[str, list[str]] = {}

@@ -15,7 +15,6 @@ from tree_sitter import Node
 from swzc.analysis import templates, tileloop
 from swzc.analysis.records import Launch, LaunchFact, TileLoop
 from swzc.core.errors import SwzcError
-from swzc.frontend import queries
 from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of
 from swzc.frontend.preprocess import Preprocessed
 from swzc.frontend.scope import _Evaluator, local_scope
@@ -35,10 +34,12 @@ class Site:
     host: Scope  # the names in scope where it is launched
 
 
-def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Collection[str]) -> dict[str, list[Site]]:
-    """The launches of `kernels` outside branches the compiler never takes, by kernel, in the file's order."""
+def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Collection[str],
+                 found: list[dict[str, list[Node]]]) -> dict[str, list[Site]]:
+    """The launches of `kernels` outside branches the compiler never takes, by kernel, in the file's order;
+    `found`: the file's matches of the "launches" query (swzc.analysis.context.FileContext.matches)."""
     sites: dict[str, list[Site]] = {}
-    for site in _launches(src, scope, kernels):
+    for site in _launches(src, scope, kernels, found):
         if pre.active(site.node):
             sites.setdefault(site.kernel, []).append(site)
     return sites
@@ -93,10 +94,10 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
     return record
 
 
-def _launches(src: SourceFile, scope: Scope, kernels: Collection[str]) -> list[Site]:
+def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: list[dict[str, list[Node]]]) -> list[Site]:
     """Every launch in the file of one of `kernels`."""
     found = []
-    for captures in queries.matches(src.dialect, "launches", src.tree.root_node):
+    for captures in matched:
         (launch,) = captures["launch"]
         args = [c for c in captures["args"][0].named_children if c.type != "comment"]
         if "config" in captures:

@@ -7,13 +7,40 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swzc.core.errors import SwzcError
 from swzc.core.inputs import read_regular
 
+if TYPE_CHECKING:
+    from swzc.frontend.source import SourceFile
+
 MAX_COMPILE_COMMANDS_BYTES = 64 << 20
+MAX_PARSED_HEADERS = 512  # headers a run keeps parsed (swzc.frontend.preprocess reads each header it includes)
+
+
+class HeaderParses:
+    """Headers parsed for the files of one run, by path and content: a header that several files include is read
+    again for each (its bytes decide what it is), parsed once.  At most MAX_PARSED_HEADERS are kept.  Never
+    carried to another process: a worker starts with none."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, bytes], SourceFile] = {}
+
+    def get(self, path: str, data: bytes) -> SourceFile | None:
+        return self._parsed.get((path, data))
+
+    def keep(self, path: str, data: bytes, parsed: SourceFile) -> None:
+        if len(self._parsed) < MAX_PARSED_HEADERS:
+            self._parsed[path, data] = parsed
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self._parsed = {}
 
 
 @dataclass(frozen=True)
@@ -23,6 +50,7 @@ class CompileContext:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[tuple[str, str | None], ...] = ()  # (NAME, value text); value None: -U NAME
     origin: str = ""  # e.g. "compile_commands.json in build/", for the summary
+    parses: HeaderParses = field(default_factory=HeaderParses, compare=False, hash=False, repr=False)  # shared by a run's files
 
     def compile_flags(self) -> tuple[str, ...]:
         """The same folders and defines as flags for the compile check."""
@@ -34,7 +62,7 @@ class CompileContext:
     def merged(self, other: CompileContext) -> CompileContext:
         """This context with `other`'s folders and defines after it (the command line after the database)."""
         return CompileContext(tuple(dict.fromkeys((*self.include_dirs, *other.include_dirs))), (*self.defines, *other.defines),
-                              ", ".join(o for o in (self.origin, other.origin) if o))
+                              ", ".join(o for o in (self.origin, other.origin) if o), self.parses)
 
 
 def read_regular_file(path: str, limit: int) -> bytes | str:

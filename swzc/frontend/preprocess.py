@@ -295,8 +295,13 @@ def _read_header(path: str, spelled: str, state: _State) -> SourceFile | None:
         state.notes.append(f"header \"{spelled}\" not read: the headers of this file pass {MAX_TOTAL_BYTES >> 20} MiB")
         return None
     state.total_bytes += len(data)
+    known = state.context.parses.get(path, data)
+    if known is not None:  # the same bytes, included by another file of the run
+        return known
     try:
-        return load_bytes(path, data)
+        parsed = load_bytes(path, data)
+        state.context.parses.keep(path, data, parsed)
+        return parsed
     except SwzcError as exc:  # nested too deeply to follow
         state.notes.append(f"header \"{spelled}\" not read: {exc.message}")
         return None

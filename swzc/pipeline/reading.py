@@ -11,20 +11,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from swzc.core.errors import SwzcError
 from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
+from swzc.frontend.build_context import HeaderParses
 from swzc.frontend.source import max_input_bytes
 
 
 def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...],
-                  build_path: str | None) -> tuple[CompileContext, list[str]]:
-    """The compilation database's flags for FILE (never run), then the command line's."""
+                  build_path: str | None, parses: HeaderParses | None = None) -> tuple[CompileContext, list[str]]:
+    """The compilation database's flags for FILE (never run), then the command line's; `parses`: the headers
+    the run's other files parsed."""
     notes: list[str] = []
-    context = CompileContext()
+    context = CompileContext(parses=parses or HeaderParses())
     database = find_compile_commands(file, build_path)
     if database is not None and database.is_file():
         context, notes = context_from_database(database, file)
+        context = replace(context, parses=parses or context.parses)
     elif build_path is not None:
         raise SwzcError(f"-p {build_path}: no compile_commands.json there")
     given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])

@@ -16,6 +16,7 @@ from typing import Any
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.signals import interrupt_received
+from swzc.frontend.build_context import HeaderParses
 from swzc.frontend.evaluate import Value
 from swzc.frontend.source import SyntaxIssue
 from swzc.pipeline.driver import KernelOutcome, Options, parse_launch_facts, rewrite_file
@@ -80,6 +81,7 @@ class Settings:
     # default it leaves out, since `swzc rewrite` run in the same place reads the same pyproject.toml.
     passed: tuple[str, ...] = ()  # --hw, --set, -I, -D, -p, as words
     passed_launches: tuple[tuple[str, str], ...] = ()  # ("--grid" or "--block", KERNEL=X,Y), kept per FILE
+    parses: HeaderParses = field(default_factory=HeaderParses, compare=False)  # headers the files include, parsed once
 
 
 def kernel_of(pair: str) -> str:
@@ -144,7 +146,7 @@ def _swept(o: KernelOutcome) -> str:
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     """The model's suggestions for one FILE, or the error that stopped it, as a record: the run goes on."""
     try:
-        context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path)
+        context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path, settings.parses)
         with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
             options = Options(hw=settings.hw, bindings=settings.bound, context=context,
                               facts=parse_launch_facts(settings.grids, settings.blocks), facts_elsewhere=True,
