@@ -247,12 +247,15 @@ void run(float* A, float* B, float* C, int n) { gemm_rt<<<dim3(n / 32, n / 8), d
 """
 
 
-def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orders(monkeypatch):
-    asked = {}
+@pytest.mark.parametrize("observed", [None, Observed(spread=0.0, running=2112)], ids=["as ranked", "calibrated"])
+def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orders(monkeypatch, observed):
+    """Calibrated (crisp waves, twice the blocks at once the model's default gives), the crossover moves: the loop
+    measures at the sizes that span the new gate."""
+    asked = {} if observed is None else {"observed": observed}
 
     class SizedBencher:
         def __init__(self, ctx, sizes, rewrite, hw, spec_file=None, rounds=30, progress=None, flags=()):
-            asked["sizes"] = [(s.size, s.kernel.launches[0].grid) for s in sizes]
+            asked["sizes"] = asked["first_sizes"] = [(s.size, s.kernel.launches[0].grid) for s in sizes]
             asked["candidates"] = []
             self.rewrite, self.attempts, self.closed = rewrite, [], False
             asked["bencher"] = self
@@ -262,7 +265,10 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
 
         def calibrate(self, formulas, coalescer):
             asked["calibrated"] = coalescer
-            return Observed()
+            return asked.get("observed", Observed())
+
+        def at_sizes(self, sizes):
+            asked["sizes"] = [(s.size, s.kernel.launches[0].grid) for s in sizes]
 
         def measure(self, formula, predicted, position=""):
             asked["candidates"].append(formula.name)
@@ -295,6 +301,9 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     assert asked["prebuilt"] == asked["candidates"]  # built at once, before the first was measured
     (outcome,) = result.outcomes
     assert outcome.status == "rewritten" and outcome.swizzle == asked["candidates"][0]
+    assert asked["calibrated"] is False  # not staged: no coalescer's share to measure
+    assert gate == (36864 if observed is None else 65536)  # the sizes span the gate (above), the calibrated one too
+    assert (asked["sizes"] == asked["first_sizes"]) is (observed is None)
 
 
 def test_the_sized_loop_builds_in_one_batch_stops_at_a_slower_size_and_profiles_only_what_it_accepts(monkeypatch):
@@ -380,6 +389,7 @@ def test_the_loop_ranks_again_with_what_the_original_s_instrumented_run_measured
     assert any(abs(after[name] - before[name]) > 0.5 for name in after if name in before)
     (bench,) = calibrated.bench
     assert bench.calibration is not None and bench.calibration.crisp_waves and bench.calibration.spread == 0.0
+    assert outcomes(calibrated)["gemm"].candidates != outcomes(plain)["gemm"].candidates  # the report's predictions too
     assert plain.bench[0].calibration is not None and not plain.bench[0].calibration.crisp_waves  # nothing measured
     assert "waves not measured" in plain.bench[0].calibration.text()
     meta = {"file": "k.cu", "device": "GPU"}
@@ -391,6 +401,12 @@ def test_the_loop_ranks_again_with_what_the_original_s_instrumented_run_measured
 
     assert "calibration: later waves' spread 0.00 lifetimes: the model ran with crisp waves" in render_text(calibrated, False)
     assert "Calibration (one instrumented run of the original): later waves&#x27; spread 0.00" in "".join(measured_html(bench))
+
+
+def test_an_order_given_with_swizzle_is_measured_without_calibrating(measured):
+    asked, _, _ = measured
+    result = run({"swizzle": parse_spec("grouped:8")}, kernels={0})
+    assert "calibrated" not in asked["gemm"] and result.bench[0].calibration is None
 
 
 def test_no_calibration_leaves_the_model_s_defaults(measured):

@@ -95,6 +95,16 @@ def test_the_most_blocks_at_once_counts_overlapping_lives_and_not_one_that_start
     assert most_at_once(np.array([0, 10, 20]), np.array([10, 20, 30])) == 1
 
 
+def test_a_count_from_the_compiler_or_a_whole_grid_at_once_is_not_replaced():
+    ctx, kernel, fp, resident = surveyed(STAGED)
+    hw = load_hw("h200")
+    order = identity_order(fp)
+    kept = calibrate(fp, hw, resident, order, 0.6, None, running=resident // 2, compiled=True)
+    assert kept.resident is None and kept.running == resident // 2 and "keeps the compiler's" in kept.notes[0]
+    whole = 256 * 256
+    assert calibrate(fp, hw, whole * 2, order, None, None, running=whole).resident is None  # one wave: no SM's limit
+
+
 def test_a_measured_count_of_blocks_at_once_replaces_the_model_s_where_they_differ():
     ctx, kernel, fp, resident = surveyed(STAGED)
     hw = load_hw("h200")
@@ -144,8 +154,15 @@ def test_the_instrumented_copy_stamps_at_the_top_of_the_kernel_and_changes_nothi
     assert text.index("const int row") > stamped > text.index("__global__ void naive")
 
 
+def test_the_prelude_goes_after_a_byte_order_mark():
+    data = b"\xef\xbb\xbf" + NAIVE
+    kernel = analyze(FileContext(load_bytes("k.cu", data))).kernels[0]
+    text = instrumented(data, kernel)
+    assert text.startswith(b"\xef\xbb\xbf/* swzc calibration") and text.count(b"\xef\xbb\xbf") == 1
+
+
 @needs_nvcc
-@pytest.mark.parametrize("data", [NAIVE, STAGED], ids=["returns early", "staged"])
+@pytest.mark.parametrize("data", [NAIVE, STAGED, b"\xef\xbb\xbf" + NAIVE], ids=["returns early", "staged", "BOM"])
 def test_the_instrumented_copy_builds_as_the_loop_builds_a_variant(tmp_path, data):
     from swzc.verify.harness import Builder
 
@@ -165,14 +182,15 @@ def _timeline_bytes(start, end, sm):
         np.asarray(sm, "<u4").tobytes()
 
 
-def _loop(monkeypatch, tmp_path, timeline: bytes | None, counters, data=STAGED):
-    """A Bencher whose compiles are stand-ins and whose harness is a script: in timeline mode it writes
-    `timeline` (nothing, and fails, where None); ncu's counters of the original are `counters`."""
+def _loop(monkeypatch, tmp_path, timeline: bytes | None, counters, data=STAGED, stamped=256 * 256):
+    """A Bencher whose compiles are stand-ins and whose harness is a script: in timeline mode, asked to stamp
+    `stamped` blocks, it writes `timeline` (nothing, and fails, where None or asked for another count); ncu's
+    counters of the original are `counters`."""
     from swzc.verify import bench
 
     (tmp_path / "timeline.src").write_bytes(timeline or b"")
-    script = ('if [ "$3" = timeline ]; then ' + (f'cp {tmp_path / "timeline.src"} "$4"; exit 0; fi\n' if timeline is not None
-                                                 else 'exit 3; fi\n') + 'exit 0\n')
+    script = (f'if [ "$3" = timeline ]; then [ "$5" = {stamped} ] || exit 4; ' +
+              (f'cp {tmp_path / "timeline.src"} "$4"; exit 0; fi\n' if timeline is not None else 'exit 3; fi\n') + 'exit 0\n')
     built = []
 
     class FakeBuilder:
@@ -199,6 +217,7 @@ def _loop(monkeypatch, tmp_path, timeline: bytes | None, counters, data=STAGED):
     src = load_bytes(str(tmp_path / "k.cu"), data)
     ctx = FileContext(src)
     loop = bench.Bencher(ctx, analyze(ctx), 0, lambda formula: data, load_hw("h200"), rounds=3)
+    loop.profiler = "none (ncu is not on PATH): timed only"  # as on a machine without ncu
     return loop, built, asked
 
 
@@ -221,6 +240,31 @@ def test_the_loop_builds_the_instrumented_copy_with_the_candidates_and_reads_its
     assert profiled[0] == profiled[1] and profiled[0].name == "a.so" and profiled[2] == "a"
     assert LRC_MERGED in profiled[3] and "lts__t_sector_hit_rate.pct" in profiled[3]
     assert loop.baseline_hit == 61.5 and loop.baseline_dram == 2.5e8
+
+
+def test_blocks_that_left_before_the_stamp_are_left_out_and_a_large_grid_stamps_its_first_blocks(monkeypatch, tmp_path):
+    from swzc.verify import calibrate as calibrating
+
+    blocks, resident = 256 * 256, 1024
+    start = np.repeat(np.arange(blocks // resident) * 1000 + 1, resident)
+    end = start + 900
+    start[::200] = 0  # 0.5 % of the blocks: no start stamped, an end from their other warps
+    loop, _, _ = _loop(monkeypatch, tmp_path, _timeline_bytes(start, end, np.zeros(blocks)), None)
+    try:
+        seen = loop.calibrate([], False)
+    finally:
+        loop.close()
+    assert seen.spread == 0.0 and resident - 6 <= seen.running <= resident  # as if they were not there
+    monkeypatch.setattr(calibrating, "MAX_STAMPED", 4 * resident)  # the harness is asked for the first 4,096
+    (tmp_path / "big").mkdir()
+    clean = np.repeat(np.arange(4) * 1000 + 1, resident)
+    loop, _, _ = _loop(monkeypatch, tmp_path / "big", _timeline_bytes(clean, clean + 900, np.zeros(4 * resident)), None,
+                       stamped=4 * resident)
+    try:
+        seen = loop.calibrate([], False)
+    finally:
+        loop.close()
+    assert seen.spread == 0.0 and seen.running == resident
 
 
 @pytest.mark.parametrize("timeline, counters, said", [

@@ -60,13 +60,14 @@ def run(kernels: list[str], out: Path) -> None:
             analysis = analyze(ctx)
             index = next(i for i, k in enumerate(analysis.kernels) if k.name == name)
             kernel = analysis.kernels[index]
-            fp, _, resident = survey(ctx, kernel, hw, compiler=True)
+            fp, running, resident = survey(ctx, kernel, hw, compiler=True)
             loop = Bencher(ctx, analysis, index, lambda formula: ctx.src.data, hw, rounds=3)
             try:
                 seen = loop.calibrate([], hw.l2_request_coalescer and fp.staged)
             finally:
                 loop.close()
-            got = calibrate(fp, hw, resident, identity_order(fp), seen.spread, seen.merged_share, seen.notes, seen.running)
+            got = calibrate(fp, hw, resident, identity_order(fp), seen.spread, seen.merged_share, seen.notes, seen.running,
+                            running.compiled)
             found.append({"kernel": name, **got.to_json(), "model_resident": resident, "hit_rate": seen.hit_rate,
                           "dram_bytes": seen.dram_bytes, "seconds": round(time.perf_counter() - started, 1)})
             print(name, got.text(), f"{found[-1]['seconds']} s", flush=True)
@@ -101,15 +102,15 @@ def compare(path: Path, out: Path | None) -> None:
                                        f"merged {r['merged']:.3f}" if r["merged"] is not None else ""])) or "its defaults"
         if mine and any(m["candidate"] == "identity" for m in mine):
             k = Kernel(r["kernel"], mine, hw)
-            got = calibrate(k.fp, hw, k.resident, identity_order(k.fp), r["later_wave_spread"], r["merged_share"],
-                            r["notes"], r["running"])
+            got = calibrate(k.fp, hw, k.resident, identity_order(k.fp), r["spread"], r["merged_share"], r["notes"],
+                            r["running"], k.residency.compiled)
             plain = L2Model(k.fp, hw, k.resident)
             given = L2Model(k.fp, hw, got.resident or k.resident, **got.model_args())
             a, b = mae(errors(k, plain)), mae(errors(k, given))
             worst.append((b, r["kernel"]))
             offline, calibrated = f"{a:.1f}", f"{b:.1f}"
             gap_offline, gap_calibrated = f"{pick_gap(k, plain):.1f}", f"{pick_gap(k, given):.1f}"
-        spread = "–" if r["later_wave_spread"] is None else f"{r['later_wave_spread']:.2f}"
+        spread = "–" if r["spread"] is None else f"{r['spread']:.2f}"
         share = "–" if r["merged_share"] is None else f"{100 * r['merged_share']:.1f} %"
         at_once = "–" if r["running"] is None else f"{r['running']:,} ({r['model_resident']:,})"
         lines.append(f"| {r['kernel']} | {spread} | {at_once} | {share} | {used} | {offline} | {calibrated} | "

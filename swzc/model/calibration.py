@@ -8,8 +8,10 @@ Two things the model cannot read from the source decide how far it is off on a k
   over the bands after the first.  0 when every wave starts at once; 0.5-0.9 on the H200's kernels whose
   blocks start as earlier ones end.  Below `CRISP_SPREAD` the model runs with `crisp_waves`.
 - **how many blocks run at once**: the most blocks whose start-to-end intervals overlap.  The waves above are
-  bands of that many blocks; where it differs from the model's count (from the compiler, the launch bounds
-  or a default) by more than `RESIDENT_TOLERANCE`, the model takes the measured count.
+  bands of that many blocks.  Where the model's count is not the compiler's (launch bounds or a default) and
+  differs from the measured one by more than `RESIDENT_TOLERANCE`, the model takes the measured count,
+  unless the whole grid ran at once (then it says nothing of an SM's limit).  A count from the compiler is
+  kept: the stamps add registers, so the instrumented copy may fit fewer blocks than the original.
 - **how many of its reads the L2 request coalescer merges** (Hopper, kernels that stage their reads):
   ncu's share of read sectors the coalescer merged at the original order.  The model's `merged` is set so
   that its own merged share at the original order is that one (bisection), and is used for every order.
@@ -24,7 +26,8 @@ little keep the model as it is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -73,8 +76,8 @@ class Calibration:
         return (f"{told}: the model ran with {used or 'its defaults'}" + (f" ({notes})" if notes else ""))
 
     def to_json(self) -> dict:
-        return {"later_wave_spread": self.spread, "merged_share": self.merged_share, "crisp_waves": self.crisp_waves,
-                "merged": self.merged, "running": self.running, "resident": self.resident, "notes": list(self.notes)}
+        """As the benchmark report's JSON has it (its fields by name)."""
+        return {**asdict(self), "notes": list(self.notes)}
 
 
 def most_at_once(start: np.ndarray, end: np.ndarray) -> int:
@@ -100,12 +103,17 @@ def later_wave_spread(start: np.ndarray, end: np.ndarray, resident: int) -> floa
 
 
 def calibrate(fp: Footprint, hw: HardwareModel, resident: int, identity: np.ndarray, spread: float | None,
-              merged_share: float | None, notes: Sequence[str] = (), running: int | None = None) -> Calibration:
+              merged_share: float | None, notes: Sequence[str] = (), running: int | None = None,
+              compiled: bool = False) -> Calibration:
     """The model's inputs for this kernel from what its original order's run measured; `identity` is the
     original dispatch order (swzc.model.rank.identity_order), `resident` the model's own count of blocks at
-    once and `running` the measured one (None: not measured, or not comparable, as in a tile loop)."""
+    once (`compiled`: from the compiler) and `running` the measured one (None: not measured, or not
+    comparable, as in a tile loop)."""
     notes = list(notes)
-    taken = running if running and abs(running - resident) > RESIDENT_TOLERANCE * resident else None
+    off = running is not None and abs(running - resident) > RESIDENT_TOLERANCE * resident
+    taken = running if off and not compiled and running < math.prod(fp.grid) else None
+    if off and compiled:
+        notes.append(f"{running:,} blocks ran at once in the instrumented copy; the model keeps the compiler's {resident:,}")
     model_had, resident = resident, taken or resident
     coalesces = hw.l2_request_coalescer and fp.staged
     if not coalesces and merged_share is not None:

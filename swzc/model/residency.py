@@ -27,7 +27,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -73,6 +73,7 @@ class Residency:
     shared_bytes_per_block: int | None  # static and dynamic; None when the static part is not known
     limit: str  # one of LIMITS: what bounds blocks_per_cu
     source: str  # where the figures came from, as a phrase for a report
+    compiled: bool = field(default=False, compare=False)  # the figures are the compiler's for this file (not launch bounds or a default)
 
     def __post_init__(self) -> None:
         if self.blocks_per_cu < 1:
@@ -421,7 +422,7 @@ def _from_compiler(instances: tuple[KernelResources, ...], hw: HardwareModel, th
     if len(instances) > 1:
         source += f"; the fewest blocks of {len(instances)} instantiations"
     results = [occupancy(hw, threads, k.registers, k.shared_bytes + dynamic, k.waves_per_simd, source) for k in instances]
-    return min(results, key=lambda r: r.blocks_per_cu)
+    return replace(min(results, key=lambda r: r.blocks_per_cu), compiled=True)
 
 
 def _from_source(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, threads: int, dynamic: int, why: str) -> Residency:

@@ -436,12 +436,14 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         try:
             try:
                 planned = _planned(task, proposers, options.max_iterations)  # what is known to be tried, built at once
-                if options.calibrate and pinned is None and options.program is None and isinstance(ranking, Ranking):
+                if options.calibrate and options.program is None and isinstance(ranking, Ranking):  # no ranking: a pinned order
                     ranking, calibration = _calibrated(ctx, analysis.kernels[index], ranking, bencher, planned,
                                                        measured_at[-1] if measured_at else None, options)
                     ranked[index] = ranking
                     task = replace(task, ranking=ranking)
                     planned = _planned(task, proposers, options.max_iterations)
+                    if isinstance(bencher, SizedBencher) and ranking.sweep is not None:  # its crossover may have moved
+                        bencher.at_sizes(_sizes(ctx, analysis.kernels[index], ranking.sweep, options))
                 bencher.prebuild(planned)
             except SwzcError:
                 pass  # each candidate is then built as it is measured, and a build that fails is said there
@@ -483,8 +485,9 @@ def _calibrated(ctx: FileContext, kernel: KernelInfo, ranking: Ranking, bencher:
         options.progress(f"{kernel.name}: calibrating (the original, instrumented)")
     seen = bencher.calibrate(planned, options.hw.l2_request_coalescer and fp.staged)
     running = seen.running if kernel.tile_loop is None else None  # a tile loop's blocks each walk many tiles
+    compiled = ranking.residency is not None and ranking.residency.compiled
     calibration = calibrate(fp, options.hw, resident, identity_order(fp), seen.spread, seen.merged_share, seen.notes,
-                            running)
+                            running, compiled)
     if not calibration.changes_model:
         return replace(ranking, calibration=calibration), calibration
     again = _rank(ctx, kernel, options.hw, options.bindings, *_compiler(options), calibration=calibration)

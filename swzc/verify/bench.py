@@ -417,8 +417,8 @@ class SizedBencher:
         src = ctx.src
         self.src, self.rewrite, self.hw, self.rounds, self.progress, self.sizes = src, rewrite, hw, rounds, progress, sizes
         self.kernel = sizes[-1].kernel
-        spec = load_spec(spec_file, self.kernel.name)
-        self.plans = [plan_launch(ctx, s.kernel, spec) for s in sizes]
+        self.ctx, self.spec = ctx, load_spec(spec_file, self.kernel.name)
+        self.plans = [plan_launch(ctx, s.kernel, self.spec) for s in sizes]
         self.toolchain = toolchain_for(src.dialect, gpu_vendor())
         arch = (hw.arch if hw.vendor == "amd" else "native") if self.toolchain == "hipcc" else hw.nvcc_arch
         self.profiler = profiler_note(self.toolchain)
@@ -433,6 +433,7 @@ class SizedBencher:
         self.baseline_hit: float | None = None
         self.baseline_dram: float | None = None
         self._built = 0
+        self._resized = 0  # harness sets built again for other sizes (at_sizes)
 
     def close(self) -> None:
         self._folder.cleanup()
@@ -452,6 +453,21 @@ class SizedBencher:
         if shared:
             self._failed = failed
         return extras
+
+    def at_sizes(self, sizes: list[Size]) -> None:
+        """Measure at these sizes from now on (a calibrated ranking moved the crossover they span): the harness of
+        each new size is built; the original's and the candidates' libraries are kept."""
+        if not sizes or [s.size for s in sizes] == [s.size for s in self.sizes]:
+            return
+        self.sizes, self.kernel = sizes, sizes[-1].kernel
+        self.plans = [plan_launch(self.ctx, s.kernel, self.spec) for s in sizes]
+        if self._shared is None:
+            return
+        self._resized += 1
+        jobs = [self.builder.harness(f"r{self._resized}.{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans)]
+        got = self.builder.compile_each(jobs)
+        self._failed = next((g for g in got if isinstance(g, SwzcError)), None)
+        self._shared = (self._shared[0], got) if self._failed is None else None  # type: ignore[assignment]  # all paths
 
     def calibrate(self, formulas: Sequence[Formula], coalescer: bool) -> Observed:
         """As Bencher.calibrate, at the largest size (where the loop profiles)."""
@@ -536,7 +552,7 @@ def _calibrate(bencher: Bencher | SizedBencher, builder: Builder, formulas: Sequ
     metrics = [*NCU_METRICS.split(","), *((LRC_MERGED, LRC_DELIVERED) if coalescer else ())]
     counters = ncu_counters(built, "a", metrics)
     seen = observed(spread, running, why, counters, coalescer, *((counters.get("lts__t_sector_hit_rate.pct"),
-                                                         counters.get("dram__bytes_read.sum")) if counters else (None, None)))
+                    counters.get("dram__bytes_read.sum")) if counters else (None, None)), bencher.profiler)
     if seen.hit_rate is not None:
         bencher.baseline_hit, bencher.baseline_dram = seen.hit_rate, seen.dram_bytes
     return seen

@@ -32,7 +32,9 @@ from swzc.verify.harness import RUN_TIMEOUT_S, Build
 # ncu's counters of the coalescer: read sectors it merged, and read sectors it delivered to the SMs
 LRC_MERGED = "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum"
 LRC_DELIVERED = "lrc__xbar2gpc_sectors_op_read.sum"
-COVERED = 0.99  # the share of the grid's blocks that must have stamped a start and an end
+COVERED = 0.99  # the share of the stamped blocks that must have stamped a start and an end
+MAX_STAMPED = 1 << 21  # blocks stamped at most (the first ones in dispatch order): a timeline of at most 40 MiB
+BOM = b"\xef\xbb\xbf"
 
 # At the top of the file (the global namespace): the stamps' buffers, the object whose constructor and
 # destructor stamp a block, and the two functions the harness calls.  Names start with swzc_tl_.
@@ -118,29 +120,31 @@ def instrumented(data: bytes, kernel: KernelInfo) -> bytes:
     if kernel.insert_at is None:
         raise SwzcError(f"{kernel.name} has no statement that reads the block index to stamp before", ExitCode.CHECK_FAILED)
     stamp = f"{STAMP} " if kernel.inline else f"{kernel.indent}{STAMP}\n"
-    return apply_edits(data, [Edit.insert(0, PRELUDE), Edit.insert(kernel.insert_at, stamp)])
+    top = len(BOM) if data.startswith(BOM) else 0  # after a byte-order mark, which must stay first
+    return apply_edits(data, [Edit.insert(top, PRELUDE), Edit.insert(kernel.insert_at, stamp)])
 
 
 def timeline(built: Build, blocks: int) -> tuple[np.ndarray, np.ndarray] | str:
-    """Each block's start and end (ns, in dispatch order) of one launch of `built.b` (the instrumented copy)
-    after an untimed one; why not, as a string."""
+    """Each stamped block's start and end (ns, in dispatch order) of one launch of `built.b` (the instrumented
+    copy) after an untimed one, of the grid's first MAX_STAMPED blocks; why not, as a string."""
+    stamped = min(blocks, MAX_STAMPED)
     path = built.folder / "timeline.bin"
     path.unlink(missing_ok=True)
-    run = processes.run([str(built.harness), str(built.a), str(built.b), "timeline", str(path)], RUN_TIMEOUT_S)
+    run = processes.run([str(built.harness), str(built.a), str(built.b), "timeline", str(path), str(stamped)], RUN_TIMEOUT_S)
     if not run.ok:
         return f"the instrumented run failed ({run.status()})"
     try:
-        raw = read_regular(str(path), 8 + 20 * blocks)
+        raw = read_regular(str(path), 8 + 20 * stamped)
     except SwzcError as exc:
         return f"the instrumented run wrote no timeline ({exc.message})"
-    if len(raw) != 8 + 20 * blocks or int(np.frombuffer(raw, np.uint64, 1, 0)[0]) != blocks:
+    if len(raw) != 8 + 20 * stamped or int(np.frombuffer(raw, np.uint64, 1, 0)[0]) != stamped:
         return "the instrumented run's timeline does not cover the grid"
-    start = np.frombuffer(raw, np.uint64, blocks, 8).astype(np.int64)
-    end = np.frombuffer(raw, np.uint64, blocks, 8 + 8 * blocks).astype(np.int64)
-    stamped = (start > 0) & (end > start)
-    if stamped.mean() < COVERED:
-        return f"only {stamped.mean():.0%} of the blocks were stamped (some leave before the stamp)"
-    return start, end
+    start = np.frombuffer(raw, np.uint64, stamped, 8).astype(np.int64)
+    end = np.frombuffer(raw, np.uint64, stamped, 8 + 8 * stamped).astype(np.int64)
+    kept = (start > 0) & (end > start)  # a block whose thread 0 left before the stamp has no start
+    if kept.mean() < COVERED:
+        return f"only {kept.mean():.0%} of the blocks were stamped (some leave before the stamp)"
+    return start[kept], end[kept]
 
 
 def wave_spread(built: Build, blocks: int) -> tuple[float | None, int | None, str]:
@@ -165,16 +169,19 @@ def probe_failed(exc: SwzcError) -> str:
 
 
 def observed(spread: float | None, running: int | None, spread_note: str, counters: dict[str, float] | None,
-             coalescer: bool, hit_rate: float | None, dram_bytes: float | None) -> Observed:
+             coalescer: bool, hit_rate: float | None, dram_bytes: float | None, profiler: str) -> Observed:
     """What the runs measured: the timeline's spread (or why not), and the original's profiler counters (None:
-    no profiler); the coalescer's share is looked for where it applies (`coalescer`)."""
+    the profiler gave none; `profiler` is why, where it is absent); the coalescer's share is looked for where it
+    applies (`coalescer`)."""
     notes = [spread_note] if spread_note else []
     share = None
     if coalescer:
         share = merged_share(counters) if counters is not None else None
         if share is None:
-            notes.append("ncu gave no lrc__ counters: the coalescer's share was not measured" if counters is not None else
-                         "ncu is not on PATH: the coalescer's share was not measured")
+            why = ("ncu gave no lrc__ counters" if counters is not None else
+                   "ncu ran and gave no counters (profiling not permitted, or it failed)" if profiler == "ncu" else
+                   f"profiler {profiler}")
+            notes.append(f"the coalescer's share was not measured: {why}")
     return Observed(spread, share, hit_rate, dram_bytes, tuple(notes), running)
 
 

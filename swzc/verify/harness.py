@@ -383,7 +383,7 @@ struct Gpu {{
 }};
 
 int main(int argc, char** argv) {{
-  if (argc < 4) {{ fprintf(stderr, "usage: harness A.so B.so check|time ROUNDS|profile-a|profile-b|timeline FILE\n"); return 2; }}
+  if (argc < 4) {{ fprintf(stderr, "usage: harness A.so B.so check|time ROUNDS|profile-a|profile-b|timeline FILE BLOCKS\n"); return 2; }}
   launch_fn launch[2];
   void* libs[2];
   for (int v = 0; v < 2; ++v) {{
@@ -437,13 +437,15 @@ int main(int argc, char** argv) {{
     check(cudaEventSynchronize(e1), "time");
     float ms = 0; cudaEventElapsedTime(&ms, e0, e1); return ms;
   }};
-  if (mode == "timeline") {{  // B stamps its blocks (swzc.verify.calibrate): the flushed launch's stamps, to argv[4]
+  if (mode == "timeline") {{  // B stamps its first argv[5] blocks (swzc.verify.calibrate): the flushed launch's, to argv[4]
     typedef int (*arm_fn)(unsigned long long);
     typedef int (*save_fn)(const char*);
     arm_fn arm = (arm_fn)dlsym(libs[1], "swzc_timeline_arm");
     save_fn save = (save_fn)dlsym(libs[1], "swzc_timeline_save");
-    if (!arm || !save || argc < 5) {{ fprintf(stderr, "swzc harness: B keeps no timeline\n"); return 3; }}
-    if (arm((unsigned long long)grid.x * grid.y * grid.z)) {{ fprintf(stderr, "swzc harness: timeline buffers\n"); return 3; }}
+    if (!arm || !save || argc < 6) {{ fprintf(stderr, "swzc harness: B keeps no timeline\n"); return 3; }}
+    const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
+    const unsigned long long stamped = std::min(blocks, strtoull(argv[5], nullptr, 10));  // the first ones
+    if (stamped == 0 || arm(stamped)) {{ fprintf(stderr, "swzc harness: timeline buffers\n"); return 3; }}
     timed(1);
     return save(argv[4]) ? 3 : 0;
   }}
