@@ -611,3 +611,15 @@ def test_a_header_several_files_include_is_parsed_once_per_run_and_again_when_it
     cache.keep("/x/tile.h", b"#define TILE 16\n", real_parse("/x/tile.h", b"#define TILE 16\n"))
     assert cache.get("/x/tile.h", b"#define TILE 16\n") is not None and cache.get("/x/tile.h", b"#define TILE 8\n") is None
     assert pickle.loads(pickle.dumps(cache)).get("/x/tile.h", b"#define TILE 16\n") is None  # a worker starts with none
+
+
+def test_a_run_keeps_headers_of_a_bounded_size_parsed(monkeypatch):
+    from swzc.frontend import build_context
+    from swzc.frontend.source import load_bytes
+
+    monkeypatch.setattr(build_context, "MAX_PARSED_BYTES", 40)
+    cache = build_context.HeaderParses()
+    for i in range(4):  # 16 bytes each: the first two fit
+        data = f"#define TILE {i:02}\n".encode()
+        cache.keep(f"/h{i}.h", data, load_bytes(f"/h{i}.h", data))
+    assert [cache.get(f"/h{i}.h", f"#define TILE {i:02}\n".encode()) is not None for i in range(4)] == [True, True, False, False]

@@ -18,29 +18,31 @@ if TYPE_CHECKING:
     from swzc.frontend.source import SourceFile
 
 MAX_COMPILE_COMMANDS_BYTES = 64 << 20
-MAX_PARSED_HEADERS = 512  # headers a run keeps parsed (swzc.frontend.preprocess reads each header it includes)
+MAX_PARSED_BYTES = 64 << 20  # header text a run keeps parsed (swzc.frontend.preprocess reads each header it includes)
 
 
 class HeaderParses:
     """Headers parsed for the files of one run, by path and content: a header that several files include is read
-    again for each (its bytes decide what it is), parsed once.  At most MAX_PARSED_HEADERS are kept.  Never
-    carried to another process: a worker starts with none."""
+    again for each (its bytes decide what it is), parsed once.  Headers of at most MAX_PARSED_BYTES in all are
+    kept.  Never carried to another process: a worker starts with none."""
 
     def __init__(self) -> None:
         self._parsed: dict[tuple[str, bytes], SourceFile] = {}
+        self._bytes = 0
 
     def get(self, path: str, data: bytes) -> SourceFile | None:
         return self._parsed.get((path, data))
 
     def keep(self, path: str, data: bytes, parsed: SourceFile) -> None:
-        if len(self._parsed) < MAX_PARSED_HEADERS:
+        if self._bytes + len(data) <= MAX_PARSED_BYTES:
             self._parsed[path, data] = parsed
+            self._bytes += len(data)
 
     def __getstate__(self) -> dict:
         return {}
 
     def __setstate__(self, state: dict) -> None:
-        self._parsed = {}
+        self.__init__()  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
