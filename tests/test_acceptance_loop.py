@@ -374,6 +374,53 @@ def test_the_sized_loop_builds_in_one_batch_stops_at_a_slower_size_and_profiles_
     assert [tag for tag, _ in ran] == ["b1"] * 3
 
 
+def test_a_sized_loop_moved_to_other_sizes_builds_their_harnesses_or_stays_where_it_was(monkeypatch):
+    """After a calibrated ranking moves the crossover: the new sizes' harnesses are built (the libraries kept), the
+    original is profiled again at a new largest size, and a size that cannot be planned or whose harness does not
+    build leaves the loop at its sizes, saying why."""
+    from swzc.verify import bench
+    from swzc.verify.harness import HarnessResult, Timing
+
+    batches, ran, failing = [], [], set()
+
+    def compile_each(self, jobs):
+        batches.append([out.name for _, out in jobs])
+        return [SwzcError(f"{out.name} did not build") if out.name in failing else out for _, out in jobs]
+
+    def run_harness(built, rounds=30):
+        ran.append(built.harness.name)
+        base = tuple(1.0 + 0.001 * (i % 3) for i in range(rounds))
+        return HarnessResult(True, "", Timing(base, tuple(t * 0.8 for t in base), base))
+
+    monkeypatch.setattr(bench.Builder, "compile_each", compile_each)
+    monkeypatch.setattr(bench, "run_harness", run_harness)
+    monkeypatch.setattr(bench, "profile", lambda built, variant: (50.0, 1e6))
+    monkeypatch.setattr(bench, "gpu_vendor", lambda: "nvidia")
+    src = load_bytes("k.cu", SIZED)
+    ctx = FileContext(src)
+    kernel = analyze(ctx).kernels[0]
+    at = lambda *ns: [bench.Size(n, kernel_at(ctx, kernel, {"n": n})) for n in ns]  # noqa: E731
+    loop = bench.SizedBencher(ctx, at(1024, 2048, 4096), lambda formula: b"// " + formula.name.encode(), load_hw("h100"), rounds=9)
+    try:
+        fast = parse_spec("colmajor")
+        loop.prebuild([fast])
+        loop.baseline_hit, loop.baseline_dram = 40.0, 2e6  # as the calibration's profile of the original left them
+        assert loop.at_sizes(at(1024, 2048, 4096)) == "" and len(batches) == 1  # the same sizes: nothing to build
+        assert loop.at_sizes(at(1024, 3072, 8192)) == ""
+        assert batches[-1] == ["k.harnessr1.0", "k.harnessr1.1", "k.harnessr1.2"]  # the harnesses alone
+        assert [s.size for s in loop.sizes] == [1024, 3072, 8192] and loop.baseline_hit is None
+        assert loop.measure(fast, None).accepted and ran == ["k.harnessr1.0", "k.harnessr1.1", "k.harnessr1.2"]
+        failing.add("k.harnessr2.1")
+        said = loop.at_sizes(at(1024, 2048, 8192))
+        assert "k.harnessr2.1 did not build" in said and [s.size for s in loop.sizes] == [1024, 3072, 8192]
+        monkeypatch.setattr(bench, "plan_launch", lambda ctx, kernel, spec: (_ for _ in ()).throw(SwzcError("no grid at 16")))
+        assert "no grid at 16" in loop.at_sizes(at(16, 8192)) and [s.size for s in loop.sizes] == [1024, 3072, 8192]
+        ran.clear()
+        assert loop.measure(parse_spec("grouped:8"), None).accepted and ran == ["k.harnessr1.0", "k.harnessr1.1", "k.harnessr1.2"]
+    finally:
+        loop.close()
+
+
 def test_the_loop_ranks_again_with_what_the_original_s_instrumented_run_measured(measured):
     """gemm does not stage its reads: crisp waves alone change its model.  The candidates the loop measures
     carry the calibrated predictions, and the report records what was measured."""

@@ -4,6 +4,7 @@ toolchain share."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -18,31 +19,34 @@ if TYPE_CHECKING:
     from swzc.frontend.source import SourceFile
 
 MAX_COMPILE_COMMANDS_BYTES = 64 << 20
-MAX_PARSED_BYTES = 64 << 20  # header text a run keeps parsed (swzc.frontend.preprocess reads each header it includes)
+MAX_PARSED_BYTES = 16 << 20  # header text a run keeps parsed (a parsed tree takes some 30 times its text)
 
 
 class HeaderParses:
     """Headers parsed for the files of one run, by path and content: a header that several files include is read
-    again for each (its bytes decide what it is), parsed once.  Headers of at most MAX_PARSED_BYTES in all are
-    kept.  Never carried to another process: a worker starts with none."""
+    again for each (its bytes decide what it is) and, from the second file that includes it on, parsed once.  Only
+    headers seen twice are kept (one a single file includes is not), of at most MAX_PARSED_BYTES of text in all.
+    A worker process (suggest -j) gets a copy with none: what it parses for one file is not kept for its next."""
 
     def __init__(self) -> None:
         self._parsed: dict[tuple[str, bytes], SourceFile] = {}
+        self._seen: set[tuple[str, bytes]] = set()  # (path, SHA-256 of the bytes) of the headers read once
         self._bytes = 0
 
     def get(self, path: str, data: bytes) -> SourceFile | None:
         return self._parsed.get((path, data))
 
     def keep(self, path: str, data: bytes, parsed: SourceFile) -> None:
-        if self._bytes + len(data) <= MAX_PARSED_BYTES:
+        """Keep `parsed` if this header was read before with these bytes and the budget allows."""
+        digest = (path, hashlib.sha256(data).digest())
+        if digest not in self._seen:
+            self._seen.add(digest)
+        elif self._bytes + len(data) <= MAX_PARSED_BYTES:
             self._parsed[path, data] = parsed
             self._bytes += len(data)
 
-    def __getstate__(self) -> dict:
-        return {}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__()  # type: ignore[misc]
+    def __reduce__(self) -> tuple:
+        return (HeaderParses, ())
 
 
 @dataclass(frozen=True)

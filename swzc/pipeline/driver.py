@@ -442,8 +442,10 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
                     ranked[index] = ranking
                     task = replace(task, ranking=ranking)
                     planned = _planned(task, proposers, options.max_iterations)
-                    if isinstance(bencher, SizedBencher) and ranking.sweep is not None:  # its crossover may have moved
-                        bencher.at_sizes(_sizes(ctx, analysis.kernels[index], ranking.sweep, options))
+                    if isinstance(bencher, SizedBencher) and ranking.sweep is not None and calibration is not None:
+                        stayed = bencher.at_sizes(_sizes(ctx, analysis.kernels[index], ranking.sweep, options))  # a crossover moved
+                        if stayed:
+                            calibration = replace(calibration, notes=(*calibration.notes, stayed))
                 bencher.prebuild(planned)
             except SwzcError:
                 pass  # each candidate is then built as it is measured, and a build that fails is said there

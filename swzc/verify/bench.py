@@ -454,20 +454,31 @@ class SizedBencher:
             self._failed = failed
         return extras
 
-    def at_sizes(self, sizes: list[Size]) -> None:
+    def at_sizes(self, sizes: list[Size]) -> str:
         """Measure at these sizes from now on (a calibrated ranking moved the crossover they span): the harness of
-        each new size is built; the original's and the candidates' libraries are kept."""
+        each size is built again; the original's and the candidates' libraries are kept.  Where a new size cannot be
+        planned or its harness does not build, the loop stays at the sizes it had: returned is why ('' otherwise)."""
         if not sizes or [s.size for s in sizes] == [s.size for s in self.sizes]:
-            return
-        self.sizes, self.kernel = sizes, sizes[-1].kernel
-        self.plans = [plan_launch(self.ctx, s.kernel, self.spec) for s in sizes]
-        if self._shared is None:
-            return
-        self._resized += 1
-        jobs = [self.builder.harness(f"r{self._resized}.{i}", plan, self.hw.flush_bytes) for i, plan in enumerate(self.plans)]
-        got = self.builder.compile_each(jobs)
-        self._failed = next((g for g in got if isinstance(g, SwzcError)), None)
-        self._shared = (self._shared[0], got) if self._failed is None else None  # type: ignore[assignment]  # all paths
+            return ""
+        try:
+            plans = [plan_launch(self.ctx, s.kernel, self.spec) for s in sizes]
+        except SwzcError as exc:
+            return f"measured at the sizes first chosen: {exc.message}"
+        harnesses = None
+        if self._shared is not None:
+            self._resized += 1
+            got = self.builder.compile_each([self.builder.harness(f"r{self._resized}.{i}", plan, self.hw.flush_bytes)
+                                             for i, plan in enumerate(plans)])
+            failed = next((g for g in got if isinstance(g, SwzcError)), None)
+            if failed is not None:
+                return f"measured at the sizes first chosen: {failed.message.splitlines()[0]}"
+            harnesses = got
+        if sizes[-1].size != self.sizes[-1].size:  # the original is profiled again where the candidates are
+            self.baseline_hit = self.baseline_dram = None
+        self.sizes, self.kernel, self.plans = sizes, sizes[-1].kernel, plans
+        if self._shared is not None and harnesses is not None:
+            self._shared = (self._shared[0], harnesses)  # type: ignore[assignment]  # all paths
+        return ""
 
     def calibrate(self, formulas: Sequence[Formula], coalescer: bool) -> Observed:
         """As Bencher.calibrate, at the largest size (where the loop profiles)."""
