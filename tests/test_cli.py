@@ -618,3 +618,20 @@ def test_mangled_inputs_fail_cleanly(src, tmp_path):
             assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), where
             if result.exit_code == 2:
                 assert result.stderr.startswith("swzc: error: "), where
+
+
+@pytest.mark.parametrize("flag, calibrate", [((), True), (("--calibrate",), True), (("--no-calibrate",), False)])
+def test_the_loop_calibrates_unless_told_not_to(work, monkeypatch, flag, calibrate):
+    from swzc.commands import cli
+
+    seen = []
+
+    def rewrite_file(path, options):
+        seen.append(options.calibrate)
+        raise cli.SwzcError("stopped here")
+
+    monkeypatch.setattr(cli, "gpu_present", lambda: True)
+    monkeypatch.setattr(cli, "rewrite_file", rewrite_file)
+    (work / "k.cu").write_text(NAIVE_GEMM)
+    invoke("rewrite", "k.cu", "--bench", *flag)
+    assert seen == [calibrate]
