@@ -103,8 +103,10 @@ def test_a_failure_of_the_rewrite_only_is_reported_and_one_of_both_is_skipped(to
     assert failed.status == "failed" and "error: BROKEN here" in failed.detail
     assert failed.detail.startswith("the rewritten file was not kept; set SWZC_KEEP_FAILED=DIR to keep it")
     both = compile_check(str(tmp_path / "k.cu"), OLD + b"BROKEN\n", NEW + b"BROKEN\n", "cuda", load_hw("h200"))
-    assert both.status == "skipped" and both.detail == "the original file does not compile with this command either"
-    assert both.command.startswith("nvcc ")
+    assert both.status == "skipped"
+    assert both.detail == "the original file does not compile with this command either: error: BROKEN here"
+    # a command the user can run on the file itself (the copy compiled is gone): it shows the error again
+    assert both.command.startswith("nvcc ") and shlex.split(both.command)[-3:] == [str(tmp_path / "k.cu"), "-o", os.devnull]
 
 
 def test_swzc_keep_failed_keeps_the_failing_file_and_the_command_compiles_it(tools, tmp_path, monkeypatch):
@@ -181,3 +183,10 @@ def test_regular_headers_and_system_headers_pass(tmp_path):
     (tmp_path / "sizes.h").write_bytes(b"#define N 64\n")
     data = b'#include "sizes.h"\n#include <cuda_runtime.h>\n#include "missing.h"\n' + KERNEL_BODY
     assert compiling.unsafe_include(data, str(tmp_path), ()) is None
+
+
+def test_when_the_original_does_not_compile_either_its_first_error_names_the_user_s_file(tools, tmp_path):
+    put, _ = tools
+    put("nvcc", 'if grep -q BROKEN "$src"; then echo "$src(2): warning: old"; echo "$src(3): error: cudaThreadSynchronize" >&2; fi')
+    both = compile_check(str(tmp_path / "k.cu"), OLD + b"BROKEN\n", NEW + b"BROKEN\n", "cuda", load_hw("h200"))
+    assert both.detail.endswith(f": {tmp_path / 'k.cu'}(3): error: cudaThreadSynchronize")

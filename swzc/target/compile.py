@@ -155,8 +155,13 @@ def compile_check(src_path: str, old: bytes, new: bytes, dialect: str, hw: Hardw
         return CompileReport("skipped", "", detail)
     if code == 0:
         return CompileReport("ok", shlex.join(cmd))
-    code_old, _, _ = compile_copy(name, old, dialect, hw, flags, include_dir)
+    code_old, cmd_old, said = compile_copy(name, old, dialect, hw, flags, include_dir)
     if code_old != 0:
-        return CompileReport("skipped", shlex.join(cmd), "the original file does not compile with this command either")
+        # the command on the user's own file (the copy it compiled is gone), and the compiler's first error
+        shown = [os.path.abspath(src_path) if part == cmd[-3] else os.devnull if part == cmd[-1] else part for part in cmd]
+        lines = said.replace(cmd_old[-3], src_path).splitlines() if cmd_old else []
+        first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
+        return CompileReport("skipped", shlex.join(shown), "the original file does not compile with this command either"
+                             + (f": {first.strip()[:300]}" if first.strip() else ""))
     command, note = _keep(name, new, cmd, keep_dir if keep_dir is not None else os.environ.get(KEEP_FAILED))
     return CompileReport("failed", command, f"{note}\n{detail}")
