@@ -37,7 +37,7 @@ from swzc.target.hw import HardwareModel
 
 CRISP_SPREAD = 0.1  # measured on the H200: 0.00 on the bf16 WMMA GEMM, 0.53-0.90 on seven other kernels
 SOLVE_STEPS = 24  # bisection steps for `merged` (to 1e-7)
-RESIDENT_TOLERANCE = 0.05
+RESIDENT_TOLERANCE = 0.05  # a measured count of blocks at once this close to the model's leaves the model's
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,11 @@ class Calibration:
     notes: tuple[str, ...] = ()  # what was not measured, and why
     running: int | None = None  # the most blocks measured running at once; None: not measured
     resident: int | None = None  # that count, where the model takes it in place of its own
+    model_had: int = 0  # the model's own count of blocks at once
 
     def model_args(self) -> dict[str, bool | float]:
         """Keyword arguments of L2Model for these inputs."""
         return {"crisp_waves": self.crisp_waves, **({"merged": self.merged} if self.merged is not None else {})}
-
-    model_had: int = 0  # the model's own count of blocks at once
 
     @property
     def changes_model(self) -> bool:
