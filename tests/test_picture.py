@@ -271,7 +271,7 @@ def test_show_refuses_a_suffix_other_than_png_or_svg(work, out):
 def test_show_never_writes_over_its_input(work):
     result = invoke("show", "gemm.cu", "-o", "order.png", "--html", "gemm.cu")
     assert result.exit_code == 2
-    assert "is the input file" in result.stderr
+    assert "is the input file; swzc overwrites its input only with `swzc rewrite --in-place`" in result.stderr
     assert (work / "gemm.cu").read_bytes() == GEMM and not (work / "order.png").exists()
 
 

@@ -80,7 +80,7 @@ def _targets(source: str | None, outputs: Sequence[Output]) -> list[_Target]:
         elif not stat.S_ISREG(existing.st_mode):
             raise SwzcError(f"{where}: is {kind(existing.st_mode)}; swzc writes only regular files ('-' is stdout)")
         if source_id is not None and not out.replaces_input and _same((real, existing), source_id):
-            raise SwzcError(f"{where} is the input file; swzc overwrites its input only with --in-place")
+            raise SwzcError(f"{where} is the input file; swzc overwrites its input only with `swzc rewrite --in-place`")
         for other in targets:
             if _same((real, existing), (other.real, other.existing)):
                 raise SwzcError(f"{where} is also the file of {other.output.option} {other.output.path}; "
