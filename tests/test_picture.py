@@ -292,6 +292,14 @@ def test_show_says_why_the_model_cannot_rank(work):
     assert (work / "order.png").read_bytes().startswith(PNG_MAGIC)
 
 
+def test_show_gives_the_reasons_of_three_kernels_and_counts_the_rest(work):
+    kernels = "".join(f"__global__ void k{i}(float* x) {{ x[blockIdx.x * 256 + threadIdx.x] = {i}; }}\n" for i in range(6))
+    (work / "many.cu").write_text(kernels)
+    result = invoke("show", "many.cu", "-o", "order.png")
+    assert result.exit_code == 2 and all(f"k{i}:" in result.stderr for i in range(3)) and "k3:" not in result.stderr
+    assert "and 3 more kernel(s): `swzc analyze many.cu` says why for each" in " ".join(result.stderr.split())
+
+
 def test_show_bad_swizzle_is_bad_input(work):
     result = invoke("show", "gemm.cu", "-o", "order.png", "--swizzle", "spiral:3")
     assert result.exit_code == 2 and "spiral:3" in result.stderr

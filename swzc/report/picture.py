@@ -578,6 +578,9 @@ class KernelPicture:
         return self.ranking.floor if self.ranking is not None else None
 
 
+SHOWN_REASONS = 3  # kernels whose reasons an error that none can be drawn gives
+
+
 def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], name: str | None, forced: bool) -> int:
     """The kernel to draw: the one named, else the first the model would swizzle, else the first it ranks,
     else (with --swizzle) the first that can be swizzled."""
@@ -594,7 +597,10 @@ def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], na
         return first
     if forced and ranked:
         return min(ranked)
-    why = "; ".join(f"{k.name}: {ranked[i] if i in ranked else _refusal(analysis, i)}" for i, k in enumerate(kernels))
+    shown = SHOWN_REASONS
+    why = "; ".join(f"{k.name}: {ranked[i] if i in ranked else _refusal(analysis, i)}" for i, k in enumerate(kernels[:shown]))
+    if len(kernels) > shown:  # one error line, not one reason per kernel of a large file
+        why += f"; and {len(kernels) - shown} more kernel(s): `swzc analyze {analysis.path}` says why for each"
     hint = "; give the order to draw with --swizzle SPEC" if ranked else ""
     raise SwzcError(f"no kernel in {analysis.path} that the L2 model can rank ({why or 'no __global__ kernels'}){hint}")
 
