@@ -629,3 +629,15 @@ def test_a_run_keeps_headers_of_a_bounded_size_parsed(monkeypatch):
         cache.keep(f"/h{i}.h", data, load_bytes(f"/h{i}.h", data))
         cache.keep(f"/h{i}.h", data, load_bytes(f"/h{i}.h", data))
     assert [cache.get(f"/h{i}.h", f"#define TILE {i:02}\n".encode()) is not None for i in range(4)] == [True, True, False, False]
+
+
+def test_verbose_says_a_note_that_several_files_share_once(work):
+    """A header several files include, that includes one not found, gives the same note for each: said for the
+    first.  A header each file includes itself gives each file's own note."""
+    (work / "common.h").write_text('#include "missing.h"\n')
+    for name in ("a.cu", "b.cu"):
+        (work / name).write_bytes(b'#include "common.h"\n#include "gone.h"\n' + GEMM)
+    out = invoke("suggest", "-v", "a.cu", "b.cu").stdout
+    assert out.count('header "missing.h"') == 1 and 'a.cu: note: header "missing.h"' in out
+    assert 'a.cu: note: header "gone.h"' in out and 'b.cu: note: header "gone.h"' in out
+    assert json.loads(invoke("suggest", "--json", "a.cu", "b.cu").stdout)["files"][1]["notes"]  # JSON keeps each file's

@@ -102,12 +102,13 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     if empty and not quiet:
         clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")
     reports = []
+    said: set[str] = set()  # notes given for an earlier file: a header several files include says them once
     for report in each_file(suggest_files(files, settings, jobs), files, "suggest"):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True, kind="error")
         if not as_json and quiet < 2:
-            for line in suggest_report.render_lines(report, verbose):
+            for line in suggest_report.render_lines(report, verbose, said):
                 clean.echo(line, kind="finding")
     # A hook is given only the files a commit changed: a --grid for a kernel elsewhere is not an error.
     unused = sorted({kernel_of(p) for p in (*grids, *blocks)} - {o.name for r in reports for o in r.outcomes})

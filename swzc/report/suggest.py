@@ -183,8 +183,9 @@ def exit_code(reports: Sequence[FileSuggestions], exit_zero: bool) -> ExitCode:
 # ---- text ---------------------------------------------------------------------------------------------
 
 
-def render_lines(report: FileSuggestions, verbose: bool) -> list[str]:
-    """A FILE's lines: one per suggestion (verbose: one per kernel, with why the others are left alone)."""
+def render_lines(report: FileSuggestions, verbose: bool, said: set[str] | None = None) -> list[str]:
+    """A FILE's lines: one per suggestion (verbose: one per kernel, with why the others are left alone, and the
+    file's notes, each note once a run: `said` holds those an earlier file gave, a header's that several include)."""
     shown = quoted(report.path)  # a file named with a newline must not print a line of its own
     by_kernel = {(s.kernel, s.line): s for s in report.suggestions}
     lines = []
@@ -198,7 +199,10 @@ def render_lines(report: FileSuggestions, verbose: bool) -> list[str]:
     if verbose and not report.outcomes and not report.error:
         lines.append(f"{shown}: no __global__ kernels")
     if verbose:  # what the reasons above may come from: a header not found, a limit reached
-        lines += [f"{shown}: note: {clean.one_line(note)}" for note in report.notes]
+        fresh = [note for note in report.notes if said is None or note not in said]
+        lines += [f"{shown}: note: {clean.one_line(note)}" for note in fresh]
+        if said is not None:
+            said.update(fresh)
     return lines
 
 
