@@ -635,3 +635,11 @@ def test_the_loop_calibrates_unless_told_not_to(work, monkeypatch, flag, calibra
     (work / "k.cu").write_text(NAIVE_GEMM)
     invoke("rewrite", "k.cu", "--bench", *flag)
     assert seen == [calibrate]
+
+
+def test_the_top_level_help_gives_each_command_family_s_exit_1():
+    text = " ".join(invoke("--help").stdout.split())
+    assert "each command's --help gives its own" in text
+    assert "suggest and review found a suggestion" in text and "tune has jobs without a result yet" in text
+    rewrite = " ".join(invoke("rewrite", "--help").stdout.split())
+    assert "1 every kernel that reads the block index was refused, declined or left unranked" in rewrite

@@ -268,7 +268,17 @@ def verbosity_options(func: F) -> F:
     return click.option("-q", "--quiet", count=True, expose_value=False, callback=_count("quiet"), help=QUIET_HELP)(func)
 
 
-@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
+MAIN_EXIT_CODES = """\b
+Exit codes (each command's --help gives its own):
+  0  done: rewritten, nothing to suggest or report, or nothing to do
+  1  something to look at: suggest and review found a suggestion; rewrite and analyze left every kernel that reads the
+     block index refused, declined or unranked; tune has jobs without a result yet
+  2  bad input (a file, an option, the config, an output swzc must not write); nothing written
+  3  a check of the rewrite failed (proof, re-parse, compile) or an internal error; nothing written
+  130  interrupted (SIGINT or SIGTERM); nothing written"""
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=MAIN_EXIT_CODES)
 @click.version_option(__version__, prog_name="swzc")
 @click.option("-q", "--quiet", count=True, help=QUIET_HELP)
 @click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
