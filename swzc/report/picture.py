@@ -639,8 +639,10 @@ def kernel_picture(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, 
             hits.update({p.candidate: p.l2_hit_rate for p in forced.predictions})
     title = f"{os.path.basename(analysis.path)}: kernel {info.name} on {hw.name}, {_tiles_text(shape, adapter, info)}"
     caption_note = note if isinstance(ranking, Ranking) else f"{note} The L2 model cannot rank this kernel: {ranking}."
-    drawn = picture(title, shape, adapter, [(spec, hits.get(spec.name)) for spec in orders], hw, threads, launched,
-                    caption_note, ranking.residency if isinstance(ranking, Ranking) else None)
+    # a gated order at the size drawn (a sweep's largest, past its gate) is its order ungated: that one's prediction
+    predicted = [(spec, hits.get(spec.name, hits.get(getattr(spec, "ungated", spec).name))) for spec in orders]
+    drawn = picture(title, shape, adapter, predicted, hw, threads, launched, caption_note,
+                    ranking.residency if isinstance(ranking, Ranking) else None)
     return KernelPicture(info.name, drawn, ranking if isinstance(ranking, Ranking) else None, note)
 
 
