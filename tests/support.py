@@ -61,3 +61,34 @@ const unsigned rows = min(grid.y - first_row, G);
 const unsigned k = p % per_group;
 return make_uint3(k / rows, first_row + k % rows, 0u);
 """
+
+# A tiled GEMM that stages its reads through shared memory behind a barrier each pass.
+STAGED_TILES = b"""\
+#define T 16
+__global__ void tiled(const float* A, const float* B, float* C, int n) {
+  __shared__ float a[T][T], b[T][T];
+  const int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += T) {
+    a[threadIdx.y][threadIdx.x] = A[row * n + k0 + threadIdx.x];
+    b[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + col];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += a[threadIdx.y][k] * b[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[row * n + col] = acc;
+}
+int main() { tiled<<<dim3(256, 256), dim3(T, T)>>>(0, 0, 0, 4096); }
+"""
+
+# A GEMM sized by the launching function's parameter: ranked over a sweep, measured at several sizes.
+SIZED = b"""\
+__global__ void gemm_rt(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(float* A, float* B, float* C, int n) { gemm_rt<<<dim3(n / 32, n / 8), dim3(32, 8)>>>(A, B, C, n); }
+"""

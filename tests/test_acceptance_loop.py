@@ -2,6 +2,7 @@
 which candidates it tries and in what order, and what the rewrite does with the answer."""
 
 import pytest
+from support import SIZED
 
 from swzc.pipeline import driver as pipeline
 from swzc.analysis.kernels import analyze
@@ -234,17 +235,6 @@ def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_
     assert result.transcripts[0].exchanges[0].verdict.startswith("custom:try-1#") and "rejected" in result.transcripts[0].exchanges[0].verdict
 
 
-# A GEMM sized by the launching function's parameter: ranked over a sweep, measured at several sizes.
-SIZED = b"""\
-__global__ void gemm_rt(const float* A, const float* B, float* C, int n) {
-  const int row = blockIdx.y * 8 + threadIdx.y;
-  const int col = blockIdx.x * 32 + threadIdx.x;
-  float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(float* A, float* B, float* C, int n) { gemm_rt<<<dim3(n / 32, n / 8), dim3(32, 8)>>>(A, B, C, n); }
-"""
 
 
 @pytest.mark.parametrize("observed", [None, Observed(spread=0.0, running=2112)], ids=["as ranked", "calibrated"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import ROOT, has_gpu, needs_nvcc
+from support import ROOT, STAGED_TILES, has_gpu, needs_nvcc
 
 from swzc.analysis.context import FileContext
 from swzc.analysis.kernels import analyze
@@ -18,23 +18,7 @@ from swzc.model.rank import Ranking, identity_order, rank, survey
 from swzc.pipeline.driver import Options, load_hw
 from swzc.verify.calibrate import LRC_DELIVERED, LRC_MERGED, Observed, instrumented
 
-STAGED = b"""\
-#define T 16
-__global__ void tiled(const float* A, const float* B, float* C, int n) {
-  __shared__ float a[T][T], b[T][T];
-  const int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += T) {
-    a[threadIdx.y][threadIdx.x] = A[row * n + k0 + threadIdx.x];
-    b[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + col];
-    __syncthreads();
-    for (int k = 0; k < T; ++k) acc += a[threadIdx.y][k] * b[k][threadIdx.x];
-    __syncthreads();
-  }
-  C[row * n + col] = acc;
-}
-void run(const float* A, const float* B, float* C) { tiled<<<dim3(256, 256), dim3(T, T)>>>(A, B, C, 4096); }
-"""
+STAGED = STAGED_TILES
 
 # not staged, and leaves early: every block's threads past n return before the end of the body
 NAIVE = b"""\

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import FIXTURES, NAIVE_GEMM, TILE2D, needs_nvcc
+from support import FIXTURES, NAIVE_GEMM, STAGED_TILES, TILE2D, needs_nvcc
 
 from swzc import __version__
 from swzc.commands.cli import main
@@ -466,23 +466,6 @@ def test_analyze_reads_residency_from_the_compiler_unless_told_not_to(work):
     assert kernel["residency"]["blocks_per_cu"] == 5
 
 
-STAGED_TILES = b"""\
-#define T 16
-__global__ void tiled(const float* A, const float* B, float* C, int n) {
-  __shared__ float a[T][T], b[T][T];
-  const int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += T) {
-    a[threadIdx.y][threadIdx.x] = A[row * n + k0 + threadIdx.x];
-    b[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + col];
-    __syncthreads();
-    for (int k = 0; k < T; ++k) acc += a[threadIdx.y][k] * b[k][threadIdx.x];
-    __syncthreads();
-  }
-  C[row * n + col] = acc;
-}
-int main() { tiled<<<dim3(256, 256), dim3(T, T)>>>(0, 0, 0, 4096); }
-"""
 
 
 def test_analyze_says_whether_a_kernel_stages_its_reads(work):

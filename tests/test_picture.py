@@ -6,6 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support import SIZED
 
 from swzc.target import hw as hwmodels
 from swzc.commands.cli import main  # before swzc.commands.show: swzc.commands.cli registers the command
@@ -352,17 +353,7 @@ void run_scale(float* C) { scale2d<<<dim3(256, 256), dim3(16, 16)>>>(C, 4096); }
 def test_a_gated_order_of_a_runtime_sized_kernel_is_drawn_with_its_prediction():
     """At the sweep's largest size, past its gate, the gated order is its order ungated: the panel carries that
     prediction, as suggest gives it, not "L2 hits not predicted"."""
-    sized = b"""\
-__global__ void gemm_rt(const float* A, const float* B, float* C, int n) {
-  const int row = blockIdx.y * 8 + threadIdx.y;
-  const int col = blockIdx.x * 32 + threadIdx.x;
-  float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(float* A, float* B, float* C, int n) { gemm_rt<<<dim3(n / 32, n / 8), dim3(32, 8)>>>(A, B, C, n); }
-"""
-    src = load_bytes("rt.cu", sized)
+    src = load_bytes("rt.cu", SIZED)
     drawn = picture.kernel_picture(FileContext(src), analyze(FileContext(src)), H200, {})
     (identity, gated) = drawn.picture.panels
     assert "@" in gated.name and gated.hit_rate is not None and gated.hit_rate > identity.hit_rate

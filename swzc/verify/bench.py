@@ -50,7 +50,7 @@ from swzc.analysis.context import FileContext
 from swzc.formulas.swizzles import Formula
 from swzc.model.calibration import Calibration
 
-NCU_METRICS = "lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+NCU_HIT, NCU_DRAM = "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum"  # what a profile of one variant reads
 # rocprofv3 counters: L2 (TCC) hits and misses summed over the channels, in one pass; then kilobytes read
 # from device memory, a derived counter whose name differs between ROCm releases (the first one found)
 ROCPROF_L2 = ("TCC_HIT_sum", "TCC_MISS_sum")
@@ -119,10 +119,8 @@ def profile(built: Build, variant: str) -> tuple[float | None, float | None]:
 
 
 def _ncu(built: Build, variant: str) -> tuple[float | None, float | None]:
-    counters = ncu_counters(built, variant, NCU_METRICS.split(","))
-    if counters is None:
-        return None, None
-    return counters.get("lts__t_sector_hit_rate.pct"), counters.get("dram__bytes_read.sum")
+    counters = ncu_counters(built, variant, (NCU_HIT, NCU_DRAM)) or {}
+    return counters.get(NCU_HIT), counters.get(NCU_DRAM)
 
 
 def ncu_counters(built: Build, variant: str, metrics: Sequence[str]) -> dict[str, float] | None:
@@ -450,8 +448,7 @@ class SizedBencher:
         failed = next((got for got in rest if isinstance(got, SwzcError)), None)
         if shared and failed is None:
             self._shared = (rest[0], rest[1:])  # type: ignore[arg-type]  # all paths
-        if shared:
-            self._failed = failed
+        self._failed = failed
         return extras
 
     def at_sizes(self, sizes: list[Size]) -> str:
@@ -560,10 +557,9 @@ def _calibrate(bencher: Bencher | SizedBencher, builder: Builder, formulas: Sequ
         spread, running, why = None, None, probe_failed(lib)
     else:
         spread, running, why = wave_spread(replace(built, b=lib), gx * gy * gz)
-    metrics = [*NCU_METRICS.split(","), *((LRC_MERGED, LRC_DELIVERED) if coalescer else ())]
-    counters = ncu_counters(built, "a", metrics)
-    seen = observed(spread, running, why, counters, coalescer, *((counters.get("lts__t_sector_hit_rate.pct"),
-                    counters.get("dram__bytes_read.sum")) if counters else (None, None)), bencher.profiler)
+    counters = ncu_counters(built, "a", (NCU_HIT, NCU_DRAM, *((LRC_MERGED, LRC_DELIVERED) if coalescer else ())))
+    seen = observed(spread, running, why, counters, coalescer, (counters or {}).get(NCU_HIT), (counters or {}).get(NCU_DRAM),
+                    bencher.profiler)
     if seen.hit_rate is not None:
         bencher.baseline_hit, bencher.baseline_dram = seen.hit_rate, seen.dram_bytes
     return seen
