@@ -349,6 +349,7 @@ AROUND = {
     "swzc/core/clean.py": "the mechanism itself",
     "swzc/commands/main.py": "the internal error, through clean.text",
     "swzc/core/signals.py": "a fixed message: swzc: interrupted",
+    "swzc/core/memo.py": "the results cache's entries: data swzc reads back, never shown",
     "swzc/verify/bench.py": "report_json: read back and written through clean.dumps by the reports and --json",
     "swzc/search/llm/client.py": "the transcript: ASCII JSON that --llm-replay reads back exactly",
     "swzc/target/probe/__init__.py": "the model file's strings: JSON's escapes, then clean.text's",

@@ -125,6 +125,7 @@ void launch(const float* A, const float* B, float* C, int M, int N, int K) {
 BROKEN = "__global__ void k(float* c) {\n  c[blockIdx.x] = (;\n}\n"
 
 FILES = {"src/gemm.cu": GEMM, "src/mixed.cu": MIXED, "src/syntax.cu": SYNTAX, "src/broken.cu": BROKEN, "src/runtime.cu": RUNTIME,
+         "src/two.cu": GEMM + RUNTIME,  # two suggestions in one file: one command applies both
          "probe.txt": ONE_PARTITION,
          "replies.json": json.dumps({"about": "one proven order", "replies": [
              {"name": "g8", "expectation": "a grouped order", "lessons": "", "body": GROUPED_8_BODY}]})}
@@ -153,6 +154,7 @@ CASES = [
     ("analyze-broken.json", ["analyze", "src/broken.cu", "--no-compile", "--json"], 2, "stdout"),
     ("suggest.txt", ["suggest", "-v", *ALL, "src/broken.cu"], 2, "stdout"),
     ("suggest.json", ["suggest", "--json", *ALL, "src/broken.cu"], 2, "stdout"),
+    ("suggest-two.txt", ["suggest", "src/two.cu"], 1, "stdout"),
     ("review.patch", ["review", "--format", "patch", *ALL], 1, "stdout"),
     ("review.sarif", ["review", "--format", "sarif", *ALL], 1, "stdout"),
     ("review-no-refusals.sarif", ["review", "--format", "sarif", "--no-refusals", *ALL], 1, "stdout"),

@@ -159,6 +159,26 @@ def test_build_path_names_the_database_and_a_bad_one_is_a_note(tmp_path):
     assert missing.exit_code == 2 and "compile_commands.json" in missing.stderr
 
 
+def test_an_angled_project_header_not_found_is_a_note_and_a_system_one_is_not(tmp_path):
+    """`#include <helper_cuda.h>` that no -I folder holds is the project's own header missing: a note that says -I
+    adds it.  The C and C++ libraries' and the toolkits' headers are never read, and never said."""
+    text = ("#include <stdio.h>\n#include <vector>\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n"
+            "#include <thrust/device_vector.h>\n#include <sys/time.h>\n#include <hip/hip_runtime.h>\n"
+            "#include <immintrin.h>\n#include <helper_cuda.h>\n#include <project/util.cuh>\n"
+            "#define NI 256\n#define NJ 256\n#define DATA_TYPE float\n") + KERNEL + LAUNCH
+    doc, grids = grid(tmp_path, text)
+    assert grids["stencil"] == [16, 16, 1]
+    missing = [n for n in doc["notes"] if "not found" in n]
+    assert len(missing) == 2, missing
+    assert "<helper_cuda.h>" in missing[0] and "(none given)" in missing[0] and "-I adds its folder" in missing[0]
+    assert "<project/util.cuh>" in missing[1]
+    (tmp_path / "inc" / "project").mkdir(parents=True)
+    (tmp_path / "inc" / "helper_cuda.h").write_text("#define FROM_HELPER 1\n")
+    (tmp_path / "inc" / "project" / "util.cuh").write_text("#define FROM_UTIL 1\n")
+    found, _ = grid(tmp_path, text, "-I", str(tmp_path / "inc"))
+    assert not [n for n in found["notes"] if "not found" in n]
+
+
 def test_flags_are_read_in_every_spelling():
     context = context_from_flags(["nvcc", "-Ia", "-I", "b", "--include-path=c", "-isystem", "d", "-DX", "-D", "Y=2",
                                   "--define-macro=Z=3", "-UW", "-o", "out.o", "-include", "forced.h"], "/base")

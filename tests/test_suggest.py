@@ -258,6 +258,24 @@ def test_quiet_keeps_the_findings_and_twice_silences_and_either_goes_before_or_a
     assert (hint in run.stderr) == (quiet == 0 and not verbose)
 
 
+@pytest.mark.parametrize("before", [("-j", "2", "--json"), ("--json", "-q", "--hw", "h100", "-j2"), ("--jobs=2", "-v", "--json")])
+def test_a_commands_options_may_go_before_its_name(work, before):
+    """`swzc -j 2 --json suggest F` is `swzc suggest -j 2 --json F`, as -q and -v may stand on either side."""
+    moved = invoke(*before, "suggest", "gemm.cu", "mixed.cu")
+    after = [w for w in before if w not in ("-q", "-v")]
+    typed = invoke(*[w for w in before if w in ("-q", "-v")], "suggest", *after, "gemm.cu", "mixed.cu")
+    assert (moved.exit_code, moved.stdout, moved.stderr) == (typed.exit_code, typed.stdout, typed.stderr)
+    assert moved.exit_code == 1 and json.loads(moved.stdout)["hw"] == ("h100" if "h100" in before else "h200")
+
+
+def test_an_option_the_command_lacks_is_its_error_wherever_it_stands(work):
+    run = invoke("-j", "2", "rewrite", "gemm.cu", "-o", "out.cu")
+    assert run.exit_code == 2 and "No such option '-j'" in run.stderr and " rewrite --help" in run.stderr
+    assert not (work / "out.cu").exists()
+    named = invoke("suggest", "--", "-j")  # after --, a FILE named like an option
+    assert named.exit_code == 2 and "-j: cannot read" in named.stderr
+
+
 @pytest.mark.parametrize("before, after", [(("-q", "-v"), ()), (("-q",), ("-v",)), (("-v",), ("-qq",)), ((), ("-v", "-q"))])
 def test_quiet_and_verbose_together_are_refused_wherever_they_stand(work, before, after):
     run = invoke(*before, "suggest", *after, "gemm.cu")
@@ -329,9 +347,16 @@ void run_tall(const float* A, const float* B, float* C) {
 
 def test_the_apply_command_names_each_kernels_order_and_rewrite_writes_those(work):
     (work / "two.cu").write_bytes(TWO_ORDERS)
-    found = suggestion_lines(invoke("suggest", "two.cu").stdout)
+    out = invoke("suggest", "two.cu").stdout
+    found = suggestion_lines(out)
     assert len(found) == 2 and found[0]["swizzle"] != found[1]["swizzle"]
-    words = shlex.split(found[0]["apply"])
+    # one command applies both: said once, on a line of its own after them
+    assert [m["apply"] for m in found] == ["see below", "see below"]
+    last = out.splitlines()[-1]
+    assert last.startswith("two.cu: apply all 2: swzc rewrite ") and len(out.splitlines()) == 3
+    words = shlex.split(last.partition(": apply all 2: ")[2])
+    assert json.loads(invoke("suggest", "--json", "two.cu").stdout)["files"][0]["kernels"][0]["suggestion"]["apply"] == \
+        shlex.join(words)  # the JSON keeps the command with each suggestion
     assert words == ["swzc", "rewrite", "two.cu", "--swizzle", f"gemm={found[0]['swizzle']}",
                      "--swizzle", f"tall={found[1]['swizzle']}", "--in-place"]
     # rewrite's own ranking may use the compiler's figures where suggest never compiles: the orders named are the

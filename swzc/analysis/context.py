@@ -44,6 +44,7 @@ class FileContext:
     rankings: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.rank: per kernel shape
     usage: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.residency: per target, flags
     sized: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)  # swzc.model.sweep: analyses per size
+    staged: dict[int, bool] = field(default_factory=dict, init=False, repr=False)  # swzc.model.footprint: by kernel definition
     _matches: dict[str, list] = field(default_factory=dict, init=False, repr=False)
 
     def prepared(self, user: Mapping[str, Value | str] | None = None) -> tuple[Preprocessed, Scope]:

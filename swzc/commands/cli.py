@@ -32,6 +32,7 @@ from swzc.verify.harness import gpu_name, gpu_present
 from swzc.core.outputs import STDOUT, Output
 from swzc.verify.program import CHECK_PATTERN, TIME_PATTERN, ProgramBench
 from swzc.core.errors import ExitCode, SwzcError
+from swzc.core.memo import Memo, disabled_by_environment
 from swzc.rewrite.patch import header_path
 from swzc.pipeline.driver import (Options, analyze_file, llm_note, load_hw, parse_bindings, parse_launch_facts, parse_swizzles,
                            rewrite_file)
@@ -119,6 +120,9 @@ class Commands(click.Group):
             self.add_command(importlib.import_module(LAZY_COMMANDS[cmd_name]).command, cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _options_after_command(self, ctx, args))
+
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
             return super().make_context(*args, **kwargs)
@@ -137,6 +141,21 @@ class Commands(click.Group):
         except click.ClickException as exc:
             exc.message = clean.text(exc.message)
             raise
+
+
+def _options_after_command(group: click.Group, ctx: click.Context, args: list[str]) -> list[str]:
+    """`swzc -j 2 --json suggest F` read as `swzc suggest -j 2 --json F`: a command's options given before its name
+    go after it, as -q and -v may (swzc's own options, -q, -v, --no-cache, --version and --help, stay)."""
+    names = set(group.list_commands(ctx))
+    at = next((i for i, word in enumerate(args) if word == "--" or not word.startswith("-")), len(args))
+    while at < len(args) and args[at] != "--" and args[at] not in names and at > 0:
+        at = next((i for i in range(at + 1, len(args)) if args[i] == "--" or not args[i].startswith("-")), len(args))
+    if at >= len(args) or args[at] not in names or at == 0:
+        return args
+    own = {opt for param in group.params for opt in (*param.opts, *param.secondary_opts)} | set(ctx.help_option_names)
+    kept = [w for w in args[:at] if w in own or re.fullmatch(r"-[qv]+", w)]
+    moved = [w for w in args[:at] if not (w in own or re.fullmatch(r"-[qv]+", w))]
+    return [*kept, args[at], *moved, *args[at + 1:]]
 
 
 hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
@@ -282,9 +301,11 @@ Exit codes (each command's --help gives its own):
 @click.version_option(__version__, prog_name="swzc")
 @click.option("-q", "--quiet", count=True, help=QUIET_HELP)
 @click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
+@click.option("--no-cache", is_flag=True, help="Compute every L2 model figure afresh: neither read nor add to swzc's results "
+              "cache (in ~/.cache/swzc, this user's own; SWZC_NO_CACHE=1 does the same).")
 @click.pass_context
 @guarded
-def main(ctx: click.Context, quiet: int, verbose: int) -> None:
+def main(ctx: click.Context, quiet: int, verbose: int, no_cache: bool) -> None:
     """Hardware-aware block swizzles for CUDA and HIP kernels.
 
     Defaults for options can be set in the user's ~/.config/swzc/config.toml, and facts about the code
@@ -293,7 +314,7 @@ def main(ctx: click.Context, quiet: int, verbose: int) -> None:
     override them.
     Colour and progress bars appear only on a terminal; NO_COLOR turns colour off, FORCE_COLOR on.
     """
-    ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None}
+    ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None, "cache": not no_cache}
     settings = config.load_user()
     found = config.find_for(named_paths(ctx))
     if found is not None:
@@ -353,6 +374,14 @@ def _progress_bar() -> Any:
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     return Progress(*columns, console=Console(stderr=True), transient=True)
+
+
+def results_cache() -> Memo:
+    """The run's results cache (swzc.core.memo): on unless --no-cache or SWZC_NO_CACHE says otherwise."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    obj = root.obj if root is not None and isinstance(root.obj, dict) else {}
+    return Memo(enabled=bool(obj.get("cache", True)) and not disabled_by_environment())
 
 
 def verbosity() -> tuple[int, bool]:
@@ -430,7 +459,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
         bench = False  # benchmarking runs the file's own code: only when asked for
     elif bench and program is None and not gpu_present():
         raise SwzcError("--bench needs a GPU here: an NVIDIA GPU with nvcc, or an AMD GPU with hipcc; none was found")
-    context, context_notes = build_context(file, include_dirs, defines, build_path)
+    context, context_notes = build_context(file, include_dirs, defines, build_path, memo=results_cache())
     options = Options(hw=load_hw(hw_name), swizzle=swizzle, pinned=pinned, bindings=parse_bindings(list(bindings)),
                       context=context, facts=parse_launch_facts(grids, blocks),
                       compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
@@ -528,7 +557,7 @@ def analyze(file: str, hw_name: str, bindings: tuple[str, ...], max_bytes: int, 
     """Show FILE's kernels, block-index reads, launches, tile decodes and refusals."""
     hw = load_hw(hw_name)
     bound = parse_bindings(list(bindings))
-    context, context_notes = build_context(file, include_dirs, defines, build_path)
+    context, context_notes = build_context(file, include_dirs, defines, build_path, memo=results_cache())
     with input_limit(max_bytes):
         ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
     report = analyze_report.analyzed(ctx, analysis, hw, bound, compile_file, context.compile_flags(),

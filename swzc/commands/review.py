@@ -15,9 +15,11 @@ from collections.abc import Mapping
 import click
 
 from swzc.analysis.records import LaunchFact
-from swzc.commands.cli import build_options, each_file, guarded, hw_option, max_bytes_option, set_option, verbosity_options
+from swzc.commands.cli import (build_options, each_file, guarded, hw_option, max_bytes_option, results_cache, set_option,
+                              verbosity_options)
 from swzc.core import clean, outputs, workers
 from swzc.core.errors import ExitCode, SwzcError
+from swzc.core.memo import Memo
 from swzc.core.outputs import STDOUT, Output
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
@@ -107,7 +109,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     changed: dict[str, frozenset[int]] = {}
     failed: list[SwzcError] = []
     named: set[str] = set()
-    review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check,
+    review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check, memo=results_cache(),
                                include_dirs=include_dirs, defines=defines, build_path=build_path, max_bytes=max_bytes)
     for file, (result, error) in zip(files, each_file(workers.in_order(review, files, jobs), files, "review")):
         try:
@@ -139,21 +141,21 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
 
 def _review_one(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
                 compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None,
-                max_bytes: int) -> tuple[RewriteResult | None, tuple[str, int] | None]:
+                max_bytes: int, memo: Memo) -> tuple[RewriteResult | None, tuple[str, int] | None]:
     """`_review` under the input limit, here or on a worker: the result, or the error's message and exit code
     (an exception would lose its code on the way back from a worker)."""
     try:
         with input_limit(max_bytes):
-            return _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path), None
+            return _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path, memo), None
     except SwzcError as exc:
         return None, (exc.message, int(exc.code))
 
 
 def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
             compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...],
-            build_path: str | None) -> RewriteResult:
+            build_path: str | None, memo: Memo) -> RewriteResult:
     """One file's rewrite by the L2 model alone; --grid/--block may name kernels of any of FILES."""
-    context, _ = build_context(file, include_dirs, defines, build_path)
+    context, _ = build_context(file, include_dirs, defines, build_path, memo=memo)
     options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
                       bench=False)
     return rewrite_file(file, options)

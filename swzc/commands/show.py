@@ -14,7 +14,8 @@ from swzc.core import outputs
 
 from swzc.report import picture
 from swzc.report import show as show_report
-from swzc.commands.cli import build_options, guarded, hw_option, max_bytes_option, set_option, verbosity, verbosity_options
+from swzc.commands.cli import (build_options, guarded, hw_option, max_bytes_option, results_cache, set_option, verbosity,
+                              verbosity_options)
 from swzc.core.outputs import Output
 from swzc.pipeline.driver import analyze_file, load_hw, parse_bindings, parse_launch_facts, parse_swizzle
 from swzc.pipeline.reading import build_context, input_limit
@@ -63,7 +64,7 @@ def command(file: str, output: str, html_out: str | None, kernel: str | None, sw
     hw = load_hw(hw_name)
     spec = parse_swizzle(swizzle)
     bound = parse_bindings(list(bindings))
-    context, context_notes = build_context(file, include_dirs, defines, build_path)
+    context, context_notes = build_context(file, include_dirs, defines, build_path, memo=results_cache())
     with input_limit(max_bytes):
         ctx, analysis = analyze_file(file, bound, context, parse_launch_facts(grids, blocks))
     drawn = picture.kernel_picture(ctx, analysis, hw, bound, kernel, spec, runner_up)  # type: ignore[arg-type]

@@ -17,8 +17,8 @@ import sys
 import click
 from click.core import ParameterSource
 
-from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, set_option,
-                               verbosity, verbosity_options)
+from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, results_cache,
+                               set_option, verbosity, verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
 from swzc.pipeline.reading import source_files
@@ -77,8 +77,10 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     """Print the block swizzle the L2 model suggests for each kernel of FILES; write nothing.
 
     The model alone decides: no GPU, no LLM, no compile check, and FILES are never built or run, so this
-    is safe and fast on every commit.  Prints one line per kernel that `swzc rewrite` would change
-    (-v: every kernel)."""
+    is safe and fast on every commit.  Prints one line per kernel that `swzc rewrite` would change, with the
+    model's predictions for the kernel's own order and the suggested one (the share of L2 requests that hit,
+    the bytes read from DRAM), and the command that applies it (-v: every kernel).  The model's figures are
+    kept in swzc's results cache (~/.cache/swzc; swzc --no-cache … computes them afresh)."""
     parse_launch_facts(grids, blocks)  # a malformed --grid or --block is the command line's error: exit 2 now
     ctx = click.get_current_context()
 
@@ -95,7 +97,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     launches = tuple((option, pair) for option, name, pairs in (("--grid", "grids", grids), ("--block", "blocks", blocks))
                      if typed(name) for pair in pairs)
     settings = Settings(load_hw(hw_name), parse_bindings(list(bindings)), include_dirs, defines, build_path, grids, blocks,
-                        max_bytes, tuple(passed), launches)
+                        max_bytes, tuple(passed), launches, memo=results_cache())
     quiet, verbose = verbosity()
     given, files = files, source_files(files)
     empty = [d for d in given if os.path.isdir(d) and not any(f.startswith(os.path.join(d, "")) for f in files)]

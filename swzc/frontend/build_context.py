@@ -1,6 +1,7 @@
 """What the build adds to a file: its include folders and -D/-U defines, given as compiler flags or read from
 a `compile_commands.json` (read, never run), and the one bounded read of a file that the preprocessor and the
-toolchain share."""
+toolchain share.  A run's files also share, through their context, the headers parsed for them and the results
+cache (swzc.core.memo)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from swzc.core.errors import SwzcError
 from swzc.core.inputs import read_regular
+from swzc.core.memo import Memo
 
 if TYPE_CHECKING:
     from swzc.frontend.source import SourceFile
@@ -57,6 +59,7 @@ class CompileContext:
     defines: tuple[tuple[str, str | None], ...] = ()  # (NAME, value text); value None: -U NAME
     origin: str = ""  # e.g. "compile_commands.json in build/", for the summary
     parses: HeaderParses = field(default_factory=HeaderParses, compare=False, hash=False, repr=False)  # shared by a run's files
+    memo: Memo = field(default_factory=Memo, compare=False, hash=False, repr=False)  # the results cache: off unless a command turns it on
 
     def compile_flags(self) -> tuple[str, ...]:
         """The same folders and defines as flags for the compile check."""
@@ -68,7 +71,7 @@ class CompileContext:
     def merged(self, other: CompileContext) -> CompileContext:
         """This context with `other`'s folders and defines after it (the command line after the database)."""
         return CompileContext(tuple(dict.fromkeys((*self.include_dirs, *other.include_dirs))), (*self.defines, *other.defines),
-                              ", ".join(o for o in (self.origin, other.origin) if o), self.parses)
+                              ", ".join(o for o in (self.origin, other.origin) if o), self.parses, self.memo)
 
 
 def read_regular_file(path: str, limit: int) -> bytes | str:

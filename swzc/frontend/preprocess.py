@@ -272,6 +272,41 @@ def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State,
     path = _find_header(spelled, project[0], project[1:]) if project else None
     if path is not None:
         yield _include(path, table, state, os.path.dirname(path), stack)  # found: an absolute path, found again at once
+    elif not system_header(spelled):  # a project's own header (`<helper_cuda.h>`) the -I folders lack: say so
+        state.notes.append(f"header <{spelled}> (included from {_short(stack[-1])}) not found in the -I folders"
+                           f"{'' if state.context.include_dirs else ' (none given)'}; macros and constants in it are unknown, and functions "
+                           "in it are taken not to read the block index (-I adds its folder)")
+
+
+# Headers of the C and C++ libraries, the system and the CUDA and HIP toolkits: an `#include <…>` of one that no -I
+# folder holds is not the project's, and is not read (nor said).
+_SYSTEM_NAMES = frozenset("""
+assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h locale.h math.h setjmp.h signal.h
+stdalign.h stdarg.h stdatomic.h stdbool.h stddef.h stdint.h stdio.h stdlib.h stdnoreturn.h string.h tgmath.h
+threads.h time.h uchar.h wchar.h wctype.h unistd.h fcntl.h dirent.h dlfcn.h getopt.h malloc.h memory.h pthread.h
+sched.h semaphore.h strings.h syslog.h termios.h libgen.h glob.h pwd.h grp.h poll.h omp.h mpi.h alloca.h
+execinfo.h cpuid.h numa.h
+algorithm any array atomic barrier bit bitset cassert ccomplex cctype cerrno cfenv cfloat charconv chrono cinttypes
+ciso646 climits clocale cmath codecvt compare complex concepts condition_variable coroutine csetjmp csignal
+cstdalign cstdarg cstdbool cstddef cstdint cstdio cstdlib cstring ctgmath ctime cuchar cwchar cwctype deque
+exception execution expected filesystem format forward_list fstream functional future initializer_list iomanip
+ios iosfwd iostream istream iterator latch limits list locale map memory memory_resource mutex new numbers
+numeric optional ostream print queue random ranges ratio regex scoped_allocator semaphore set shared_mutex
+source_location span sstream stack stacktrace stdexcept stop_token streambuf string string_view strstream
+syncstream system_error thread tuple type_traits typeindex typeinfo unordered_map unordered_set utility valarray
+variant vector version
+mma.h cooperative_groups.h vector_types.h vector_functions.h math_constants.h builtin_types.h driver_types.h
+host_defines.h channel_descriptor.h texture_types.h surface_types.h texture_fetch_functions.h surface_functions.h
+""".split())
+_SYSTEM_PREFIXES = ("sys/", "bits/", "linux/", "asm/", "netinet/", "arpa/", "net/", "cuda/", "thrust/", "cub/", "crt/",
+                    "nvtx3/", "cooperative_groups/", "hip/", "hipcub/", "rocprim/", "rocblas/", "hipblas/", "rocrand/",
+                    "hiprand/", "rocwmma/", "CL/", "cuda", "cu", "nv", "hip", "roc", "device_", "sm_", "__")
+
+
+def system_header(spelled: str) -> bool:
+    """Whether `#include <spelled>` names a header of the C or C++ library, the system, or the CUDA or HIP toolkit
+    (`cuda_runtime.h`, `cublas_v2.h`, `thrust/…`, `hip/…`, `x86intrin.h`)."""
+    return spelled in _SYSTEM_NAMES or spelled.startswith(_SYSTEM_PREFIXES) or spelled.endswith("intrin.h")
 
 
 def _toolkit_folder(folder: str) -> bool:

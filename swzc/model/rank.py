@@ -22,15 +22,18 @@ compile (`compiler=True`), else from the launch bounds or a stated default (swzc
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import hashlib
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from swzc.analysis.kernels import kernel_function
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
+from swzc.core.memo import Memo
 from swzc.frontend.evaluate import Value
 from swzc.model.calibration import Calibration
 from swzc.model.floor import Floor, compulsory, fast_memory
@@ -201,7 +204,8 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
     key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident, calibration)
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
-    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders, calibration),
+    ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders, calibration,
+                                                ctx.build.memo),
                                           residency=running, fast_bytes=fast_memory(hw), domains=hw.chiplets,
                                           calibration=calibration)
     return ranking
@@ -272,15 +276,25 @@ def resident_at(running: Residency, kernel: KernelInfo, index: int, hw: Hardware
 
 
 def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: list[SwizzleSpec], resident: int,
-          orders: Orders | None = None, calibration: Calibration | None = None) -> Ranking:
+          orders: Orders | None = None, calibration: Calibration | None = None, memo: Memo | None = None) -> Ranking:
     shape = (*fp.grid, divisor)
-    known = [orders.get((s, adapter, shape)) for s in specs] if orders is not None else []
-    maps = (known if known and all(m is not None for m in known) else  # type: ignore[misc]
-            dispatch_maps([(s, adapter) for s in specs], shape, MAX_MODEL_BLOCKS))
-    model = L2Model(fp, hw, resident, **(calibration.model_args() if calibration is not None else {}))
-    scale = fp.grid[0] * fp.grid[1] * fp.grid[2] / maps[0].shape[0] if maps and maps[0].shape[0] else 1.0
-    predictions = sorted((replace(model.predict(s.name, order, adapter, divisor).scaled(scale), formula=s)
-                          for s, order in zip(specs, maps)),
+    blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
+    key = _figures_key(fp, adapter, divisor, hw, specs, resident, calibration) if memo is not None and memo.enabled else ""
+    figures = _figures_read(memo.get(key), specs) if key and memo is not None else None
+    if figures is None:
+        known = [orders.get((s, adapter, shape)) for s in specs] if orders is not None else []
+        maps = (known if known and all(m is not None for m in known) else  # type: ignore[misc]
+                dispatch_maps([(s, adapter) for s in specs], shape, MAX_MODEL_BLOCKS))
+        model = L2Model(fp, hw, resident, **(calibration.model_args() if calibration is not None else {}))
+        window = maps[0].shape[0] if maps else 0
+        # whether the window the model follows runs every candidate in identity's order (told where it decides)
+        same = bool(maps) and blocks > window and all(np.array_equal(order, maps[0]) for order in maps)
+        figures = ([model.predict(s.name, order, adapter, divisor) for s, order in zip(specs, maps)], window, same)
+        if key and memo is not None:
+            memo.put(key, _figures_data(figures))
+    raw, window, same = figures
+    scale = blocks / window if window else 1.0
+    predictions = sorted((replace(p.scaled(scale), formula=s) for s, p in zip(specs, raw)),
                          key=lambda p: (-p.l2_hit_rate, p.dram_bytes, p.candidate != "identity"))
     base = next(p for p in predictions if p.candidate == "identity")
     best = next((p for p in predictions if pays(p, base)), None)  # the best by hits of those that pay
@@ -295,10 +309,8 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
         best = next(p for p in predictions if p.dram_bytes <= base.dram_bytes)  # identity at worst
         reason = (f"no candidate raises the predicted L2 hit rate by {MARGIN_POINTS:g} points: identity {_mb(base)}, "
                   f"{base.l2_hit_rate:.1f} % L2 hits; best {best.candidate} {_mb(best)}, {best.l2_hit_rate:.1f} %{partial}")
-        blocks = fp.grid[0] * fp.grid[1] * fp.grid[2]
-        if maps and blocks > maps[0].shape[0] and all(np.array_equal(order, maps[0]) for order in maps):
-            # the window the model follows decides this: say so (a grid past 2^32 blocks keeps its order, say)
-            reason += (f"; the model follows the first {maps[0].shape[0]:,} of the grid's {blocks:,} blocks, and every "
+        if same:  # the window the model follows decides this: say so (a grid past 2^32 blocks keeps its order, say)
+            reason += (f"; the model follows the first {window:,} of the grid's {blocks:,} blocks, and every "
                        "candidate runs those in identity's order")
         return Ranking(fp, tuple(predictions), None, reason)
     reason = (f"predicted {_mb(best)} from DRAM and {best.l2_hit_rate:.1f} % L2 hits, against identity's "
@@ -306,14 +318,81 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
     return Ranking(fp, tuple(predictions), best.formula, reason)
 
 
+Figures = tuple[list[Prediction], int, bool]  # each spec's prediction over the window, the window's blocks, all in one order
+FIGURES_LAYOUT = 1  # of the text below: a change makes the results cache miss
+
+
+def _figures_key(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: Sequence[SwizzleSpec],
+                 resident: int, calibration: Calibration | None) -> str:
+    """What the model's figures depend on, as text for the results cache (swzc.core.memo): the footprint's shape
+    (`_shape_key`, as a run's kernels of one shape share a ranking), the GPU, the orders, the blocks at once and
+    the measured inputs; '' (not cached) for an order that is not one of the built-in family's by its name."""
+    if not all(type(s) is SwizzleSpec for s in specs):
+        return ""
+    grid, block, tiles, streams, unknown, staged = _shape_key(fp)
+    streams = tuple((*head, hashlib.sha256(sectors).hexdigest()) for *head, sectors in streams)  # a digest, not megabytes
+    return repr(("rank", FIGURES_LAYOUT, (grid, block, tiles, streams, unknown, staged), adapter, divisor, hw,
+                 tuple(map(repr, specs)), resident, calibration.model_args() if calibration is not None else None,
+                 MAX_MODEL_BLOCKS))
+
+
+def _figures_data(figures: Figures) -> dict:
+    raw, window, same = figures
+    fields = [[p.l2_hit_rate, p.dram_bytes, p.requests, p.read_misses, p.reads, p.merged, p.fabric] for p in raw]
+    return {"layout": FIGURES_LAYOUT, "predictions": fields, "window": window, "same": same}
+
+
+def _figures_read(doc: Any, specs: Sequence[SwizzleSpec]) -> Figures | None:
+    """Figures read back from the cache, checked field by field; None where anything is amiss."""
+    if not isinstance(doc, dict):
+        return None
+    try:
+        rows, window, same = doc["predictions"], doc["window"], doc["same"]
+        if doc["layout"] != FIGURES_LAYOUT or type(window) is not int or type(same) is not bool or len(rows) != len(specs):
+            return None
+        raw = []
+        for spec, (hit, dram, *counts) in zip(specs, rows):
+            if len(counts) != 5 or not all(type(c) is int for c in counts) or not all(
+                    type(x) in (int, float) and math.isfinite(x) for x in (hit, dram)):
+                return None
+            raw.append(Prediction(spec.name, float(hit), float(dram), *counts))
+    except (ValueError, TypeError, KeyError):
+        return None
+    return raw, window, same
+
+
 Orders = Mapping[tuple[SwizzleSpec, str, Shape], np.ndarray]  # (spec, adapter, shape): its block order
+
+
+class _Listed(Mapping):
+    """The block orders of `block_orders`, listed by the prover the first time one is asked for."""
+
+    def __init__(self, asks: Sequence[tuple[Sequence[SwizzleSpec], str, Shape]]) -> None:
+        self._asks = asks
+        self._found: dict | None = None
+
+    def _all(self) -> dict:
+        if self._found is None:
+            maps = dispatch_maps_at([([(s, adapter) for s in specs], shape) for specs, adapter, shape in self._asks],
+                                    MAX_MODEL_BLOCKS)
+            self._found = {(s, adapter, shape): m for (specs, adapter, shape), found in zip(self._asks, maps)
+                           for s, m in zip(specs, found)}
+        return self._found
+
+    def __getitem__(self, key: tuple) -> np.ndarray:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def block_orders(asks: Sequence[tuple[Sequence[SwizzleSpec], str, Shape]]) -> Orders:
     """The block orders `rank` needs for each (specs, adapter, shape), listed by one run of the prover (a sweep
-    asks for all its sizes at once)."""
-    maps = dispatch_maps_at([([(s, adapter) for s in specs], shape) for specs, adapter, shape in asks], MAX_MODEL_BLOCKS)
-    return {(s, adapter, shape): m for (specs, adapter, shape), found in zip(asks, maps) for s, m in zip(specs, found)}
+    asks for all its sizes at once) when the first is needed: where the results cache holds every figure, never."""
+    return _Listed(asks)
 
 
 def pays(p: Prediction, base: Prediction) -> bool:

@@ -15,20 +15,22 @@ from dataclasses import replace
 
 from swzc.core.errors import SwzcError
 from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
+from swzc.core.memo import Memo
 from swzc.frontend.build_context import HeaderParses
 from swzc.frontend.source import max_input_bytes
 
 
 def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...],
-                  build_path: str | None, parses: HeaderParses | None = None) -> tuple[CompileContext, list[str]]:
+                  build_path: str | None, parses: HeaderParses | None = None, memo: Memo | None = None
+                  ) -> tuple[CompileContext, list[str]]:
     """The compilation database's flags for FILE (never run), then the command line's; `parses`: the headers
-    the run's other files parsed."""
+    the run's other files parsed; `memo`: the run's results cache (swzc.core.memo), off when not given."""
     notes: list[str] = []
-    context = CompileContext(parses=parses or HeaderParses())
+    context = CompileContext(parses=parses or HeaderParses(), memo=memo or Memo())
     database = find_compile_commands(file, build_path)
     if database is not None and database.is_file():
         context, notes = context_from_database(database, file)
-        context = replace(context, parses=parses or context.parses)
+        context = replace(context, parses=parses or context.parses, memo=memo or context.memo)
     elif build_path is not None:
         raise SwzcError(f"-p {build_path}: no compile_commands.json there")
     given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])

@@ -9,12 +9,14 @@ two emitters.  The model alone decides (no GPU, no LLM, no compile check); nothi
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
+from swzc.core.memo import Memo
 from swzc.core.signals import interrupt_received
 from swzc.frontend.build_context import HeaderParses
 from swzc.frontend.evaluate import Value
@@ -56,7 +58,7 @@ class FileSuggestions:
     """One FILE's kernels and what the model suggests for them, or why the FILE could not be read."""
 
     path: str
-    outcomes: tuple[KernelOutcome, ...] = ()
+    outcomes: tuple[KernelOutcome, ...] = ()  # without their sweeps (`sizes`): the suggestions hold what they say
     suggestions: tuple[Suggestion, ...] = ()
     error: str = ""
     code: ExitCode = ExitCode.OK  # the error's code; OK when there is none
@@ -82,6 +84,7 @@ class Settings:
     passed: tuple[str, ...] = ()  # --hw, --set, -I, -D, -p, as words
     passed_launches: tuple[tuple[str, str], ...] = ()  # ("--grid" or "--block", KERNEL=X,Y), kept per FILE
     parses: HeaderParses = field(default_factory=HeaderParses, compare=False)  # headers the files include, parsed once
+    memo: Memo = field(default_factory=Memo, compare=False)  # the results cache (swzc.core.memo): off unless the command turns it on
 
 
 def kernel_of(pair: str) -> str:
@@ -146,7 +149,8 @@ def _swept(o: KernelOutcome) -> str:
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     """The model's suggestions for one FILE, or the error that stopped it, as a record: the run goes on."""
     try:
-        context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path, settings.parses)
+        context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path, settings.parses,
+                                   settings.memo)
         with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
             options = Options(hw=settings.hw, bindings=settings.bound, context=context,
                               facts=parse_launch_facts(settings.grids, settings.blocks), facts_elsewhere=True,
@@ -162,14 +166,26 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
             raise KeyboardInterrupt from None
         return FileSuggestions(path, error=f"{path}: internal error: {type(exc).__name__}: {exc} (please report this "
                                            "with the input file)", code=ExitCode.CHECK_FAILED)
-    return FileSuggestions(path, result.outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes,
+    # The suggestions read the sweeps (`KernelOutcome.sizes`); the record goes on without them, as nothing else
+    # here reads them and their rankings at every size (footprints included) are tens of megabytes to send back
+    # from a worker.
+    outcomes = tuple(replace(o, sizes=None) for o in result.outcomes)
+    return FileSuggestions(path, outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes,
                            syntax_errors=result.syntax_errors)
 
 
 def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1) -> Iterator[FileSuggestions]:
     """Each FILE's suggestions, in the order given: one FILE at a time, or `jobs` at once on worker processes
     (swzc.core.workers)."""
-    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs)
+    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs, cost=_size)
+
+
+def _size(path: str) -> float:
+    """A FILE's bytes, for the workers to take the largest first (0 where it cannot be told: it fails soon)."""
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def exit_code(reports: Sequence[FileSuggestions], exit_zero: bool) -> ExitCode:
@@ -188,14 +204,17 @@ def render_lines(report: FileSuggestions, verbose: bool, said: set[str] | None =
     file's notes, each note once a run: `said` holds those an earlier file gave, a header's that several include)."""
     shown = quoted(report.path)  # a file named with a newline must not print a line of its own
     by_kernel = {(s.kernel, s.line): s for s in report.suggestions}
+    several = len(report.suggestions) > 1  # one command applies them all: said once, after them
     lines = []
     for o in report.outcomes:
         found = by_kernel.get((o.name, o.line))
         if found is not None:
-            lines.append(_suggestion_text(found, shown))
+            lines.append(_suggestion_text(found, shown, "see below" if several else found.apply))
         elif verbose:
             reason = clean.one_line(o.reason)  # one line per kernel, whatever the reason holds
             lines.append(f"{shown}:{o.line}: kernel {o.name}: {o.status}: {reason}")
+    if several:
+        lines.append(f"{shown}: apply all {len(report.suggestions)}: {report.suggestions[0].apply}")
     if verbose and not report.outcomes and not report.error:
         lines.append(f"{shown}: no __global__ kernels")
     if verbose:  # what the reasons above may come from: a header not found, a limit reached
@@ -218,14 +237,14 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
             "(`swzc suggest -v` says why; --grid, --block or --set often gives what it lacks)")
 
 
-def _suggestion_text(s: Suggestion, path: str) -> str:
+def _suggestion_text(s: Suggestion, path: str, apply: str) -> str:
     if s.identity is not None and s.swizzled is not None:
         numbers = (f"predicted L2 hits {s.identity.l2_hit_rate:.1f} % -> {s.swizzled.l2_hit_rate:.1f} %, "
                    f"DRAM {s.identity.dram_bytes / 1e6:,.0f} MB -> {s.swizzled.dram_bytes / 1e6:,.0f} MB"
                    + (f" (at {s.swept})" if s.swept else ""))
     else:
         numbers = s.note
-    return f"{path}:{s.line}: kernel {s.kernel}: {s.swizzle} {numbers}; apply: {s.apply}"
+    return f"{path}:{s.line}: kernel {s.kernel}: {s.swizzle} {numbers}; apply: {apply}"
 
 
 # ---- JSON ---------------------------------------------------------------------------------------------

@@ -26,6 +26,13 @@ def stages_reads(ctx: FileContext, kernel: KernelInfo) -> bool:
     function = kernel_function(ctx, kernel)
     if function is None:
         return False
+    found = ctx.staged.get(function.start_byte)  # a sweep asks again at each size: the answer takes no sizes
+    if found is None:
+        found = ctx.staged[function.start_byte] = _stages_reads(ctx, function)
+    return found
+
+
+def _stages_reads(ctx: FileContext, function: Node) -> bool:
     body = function.child_by_field_name("body")
     facts = _file_facts(ctx)
     scope = ctx.scope()
