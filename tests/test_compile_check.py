@@ -2,11 +2,13 @@
 and GPU, what the compiled copy is called, what a timeout or a missing compiler gives, and how a failure is
 kept for the user to reproduce.  A stand-in `nvcc`/`hipcc` records how it was called."""
 
+import json
 import os
 import shlex
 from pathlib import Path
 
 import pytest
+from support import needs_nvcc
 
 from swzc.target import compile as compiling
 from swzc.target.compile import CompileReport, compile_check
@@ -190,3 +192,36 @@ def test_when_the_original_does_not_compile_either_its_first_error_names_the_use
     put("nvcc", 'if grep -q BROKEN "$src"; then echo "$src(2): warning: old"; echo "$src(3): error: cudaThreadSynchronize" >&2; fi')
     both = compile_check(str(tmp_path / "k.cu"), OLD + b"BROKEN\n", NEW + b"BROKEN\n", "cuda", load_hw("h200"))
     assert both.detail.endswith(f": {tmp_path / 'k.cu'}(3): error: cudaThreadSynchronize")
+
+
+INCLUDES_TILE = b"""#include "tile.h"
+__global__ void gemm(const float* A, const float* B, float* C, int n) {
+  const int row = blockIdx.y * T + threadIdx.y;
+  const int col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+}
+void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(T, T)>>>(A, B, C, 4096); }
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize("flags", [["-I", "hdr"], ["--set", "T=16", "--compile-flag=-Ihdr"], ["-I", "./hdr/../hdr"]])
+def test_a_relative_include_folder_is_read_from_the_working_folder_by_the_compile_check_too(tmp_path, monkeypatch, flags):
+    """The compile check runs in the file's own folder: a folder given relative to the working folder (-I, or
+    --compile-flag=-I…) is made absolute first, so the check compiles what the analysis read."""
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "hdr").mkdir()
+    (tmp_path / "sub" / "k.cu").write_bytes(INCLUDES_TILE)
+    (tmp_path / "hdr" / "tile.h").write_text("#define T 16\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["rewrite", "sub/k.cu", *flags, "-o", "out.cu", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["compile"]["status"] == "ok", doc["compile"]
+    assert f"-I{tmp_path / 'hdr'}" in doc["compile"]["command"]

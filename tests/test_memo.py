@@ -123,8 +123,10 @@ def test_a_value_out_of_range_is_refused():
     good = [59.5, 1e9, 10, 5, 10, 0, 0]
     text = lambda row: {"layout": ranking.FIGURES_LAYOUT, "predictions": [row], "window": 64, "same": False}
     assert ranking._figures_read(text(good), specs) is not None
-    for bad in ([float("nan"), *good[1:]], [*good[:2], 1.5, *good[3:]], [*good[:2], "10", *good[3:]], good[:-1], [*good, 0]):
+    for bad in ([float("nan"), *good[1:]], [*good[:2], 1.5, *good[3:]], [*good[:2], "10", *good[3:]], good[:-1], [*good, 0],
+                [*good[:2], -1, *good[3:]], [True, *good[1:]]):
         assert ranking._figures_read(text(bad), specs) is None
+    assert ranking._figures_read({**text(good), "window": -64}, specs) is None
 
 
 def _suggest(*args, env=None):

@@ -550,10 +550,20 @@ def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_p
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.setattr(sys, "stdout", _Terminal() if out_terminal else io.StringIO())
     files = ["a.cu", "b.cu", "c.cu"]
-    assert list(each_file(iter([1, 2, 3]), files, "suggest")) == [1, 2, 3]
+    told = []
+
+    def run(done):  # the files end in another order than given: the bar moves as each ends
+        told.append(done)
+        for index in (2, 0, 1):
+            if done is not None:
+                done(index)
+        return iter([1, 2, 3])
+
+    assert list(each_file(run, files, "suggest")) == [1, 2, 3]
     # on stderr, where stderr is a terminal and stdout is not: the findings on that terminal would cut into it
-    assert ("suggest" in err.getvalue()) == (err_terminal and not out_terminal)
-    assert list(each_file(iter([1]), files[:1], "suggest")) == [1]  # one file: no bar
+    shown = err_terminal and not out_terminal
+    assert ("suggest" in err.getvalue()) == shown and (told[0] is not None) == shown
+    assert list(each_file(lambda done: iter([1]), files[:1], "suggest")) == [1]  # one file: no bar
 
 
 def test_a_folder_is_searched_for_cuda_and_hip_sources(work):
@@ -666,3 +676,17 @@ def test_verbose_says_a_note_that_several_files_share_once(work):
     assert out.count('header "missing.h"') == 1 and 'a.cu: note: header "missing.h"' in out
     assert 'a.cu: note: header "gone.h"' in out and 'b.cu: note: header "gone.h"' in out
     assert json.loads(invoke("suggest", "--json", "a.cu", "b.cu").stdout)["files"][1]["notes"]  # JSON keeps each file's
+
+
+def test_the_unranked_hint_puts_a_missing_header_first_and_a_missing_folder_is_a_note(work):
+    """Where a header a file includes is not found, its sizes and helpers are unknown: the hint names -I before
+    --grid/--block/--set.  A toolkit header included with quotes is the compiler's to find, never said; an -I
+    folder that does not exist is a note."""
+    (work / "unranked.cu").write_bytes(b'#include "sizes.h"\n#include "cuda_fp16.h"\n' + UNRANKED)
+    run = invoke("suggest", "unranked.cu")
+    assert "1 header(s) they include were not found: -I adds their folders" in run.stderr
+    plain = invoke("suggest", "gemm.cu")
+    assert "header" not in plain.stderr
+    verbose = invoke("suggest", "-v", "unranked.cu", "-I", "nowhere")
+    assert 'header "sizes.h"' in verbose.stdout and "cuda_fp16.h" not in verbose.stdout
+    assert "unranked.cu: note: -I nowhere: no such folder" in verbose.stdout

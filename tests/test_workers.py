@@ -21,3 +21,12 @@ def test_a_failure_is_raised_at_its_turn_after_the_results_before_it():
         for value in workers.in_order(math.sqrt, items, 2, cost=abs):
             got.append(value)
     assert got == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_item_is_told_done_once_before_its_result_is_given(jobs):
+    items = [float(x) for x in range(12)]
+    told: list[int] = []
+    for index, value in enumerate(workers.in_order(math.sqrt, items, jobs, cost=lambda x: x, done=told.append)):
+        assert index in told and value == math.sqrt(items[index])
+    assert sorted(told) == list(range(len(items)))

@@ -36,6 +36,7 @@ from swzc.core.memo import Memo, disabled_by_environment
 from swzc.rewrite.patch import header_path
 from swzc.pipeline.driver import (Options, analyze_file, llm_note, load_hw, parse_bindings, parse_launch_facts, parse_swizzles,
                            rewrite_file)
+from swzc.frontend.build_context import absolute_flag
 from swzc.pipeline.reading import build_context, input_limit
 from swzc.report import analyze as analyze_report
 from swzc.report import rewrite as rewrite_report
@@ -349,22 +350,25 @@ def named_paths(ctx: click.Context) -> list[str]:
     return named
 
 
-def each_file(done: Iterable[T], files: Sequence[str], what: str) -> Iterator[T]:
-    """`done` (one result per FILE, in order) passed through, with a progress bar on stderr where stderr is a
-    terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu".  Where stdout is that terminal
-    too, its lines are the progress (a bar between them would be cut into by them)."""
+def each_file(run: Callable[[Callable[[int], None] | None], Iterable[T]], files: Sequence[str], what: str) -> Iterator[T]:
+    """`run(done)`'s results (one per FILE, in order) passed through, with a progress bar on stderr where stderr is a
+    terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu", moved on by `done(index)` as
+    each FILE ends, whichever ends first.  Where stdout is that terminal too, its lines are the progress (a bar
+    between them would be cut into by them)."""
     quiet, _ = verbosity()
     shown = len(files) > 1 and not quiet and clean.is_terminal(sys.stderr) and not clean.is_terminal(sys.stdout)
     if not shown:
-        yield from done
+        yield from run(None)
         return
     from rich.markup import escape
 
     with _progress_bar() as bar:
         task = bar.add_task(what, total=len(files))
-        for file, item in zip(files, done):
-            bar.update(task, advance=1, description=f"{what} {escape(clean.text(os.path.basename(file)))}")
-            yield item
+
+        def done(index: int) -> None:
+            bar.update(task, advance=1, description=f"{what} {escape(clean.text(os.path.basename(files[index])))}")
+
+        yield from run(done)
 
 
 def _progress_bar() -> Any:
@@ -462,7 +466,8 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     context, context_notes = build_context(file, include_dirs, defines, build_path, memo=results_cache())
     options = Options(hw=load_hw(hw_name), swizzle=swizzle, pinned=pinned, bindings=parse_bindings(list(bindings)),
                       context=context, facts=parse_launch_facts(grids, blocks),
-                      compile=not no_compile, compile_flags=compile_flags, bench=bench, max_iterations=max_iterations,
+                      compile=not no_compile, compile_flags=tuple(absolute_flag(f, os.getcwd()) for f in compile_flags),
+                      bench=bench, max_iterations=max_iterations,
                       launch_spec=launch_spec, program=program, proposer=proposer, llm=llm, calibrate=calibrate)
     if bench:
         from rich.markup import escape

@@ -111,7 +111,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     named: set[str] = set()
     review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check, memo=results_cache(),
                                include_dirs=include_dirs, defines=defines, build_path=build_path, max_bytes=max_bytes)
-    for file, (result, error) in zip(files, each_file(workers.in_order(review, files, jobs), files, "review")):
+    for file, (result, error) in zip(files, each_file(lambda done: workers.in_order(review, files, jobs, done=done), files, "review")):
         try:
             if error is not None:
                 raise SwzcError(error[0], ExitCode(error[1]))

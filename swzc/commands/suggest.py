@@ -40,11 +40,12 @@ As a pre-commit hook (.pre-commit-config.yaml):
       - id: swzc-suggest
 
 \b
-Each suggestion ends with the command that applies it.  It is
-`swzc rewrite PATH --swizzle S --in-place` when S is the order for every
-kernel of PATH that reads the block index; otherwise `swzc rewrite PATH
---in-place`, which applies the model's choice kernel by kernel (a forced
---swizzle would also reach kernels the model leaves alone).
+Each suggestion ends with the command that applies it (a FILE with
+several: one line after them, "apply all N", with one command for them
+all).  It is `swzc rewrite PATH --swizzle S --in-place` when S is the order
+for every kernel of PATH that reads the block index; otherwise it names
+each kernel's order, `--swizzle KERNEL=S`, and leaves the others alone.
+It repeats the --hw, --set, -I, -D and -p typed here.
 
 \b
 Exit codes:
@@ -105,7 +106,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
         clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")
     reports = []
     said: set[str] = set()  # notes given for an earlier file: a header several files include says them once
-    for report in each_file(suggest_files(files, settings, jobs), files, "suggest"):
+    for report in each_file(lambda done: suggest_files(files, settings, jobs, done), files, "suggest"):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True, kind="error")

@@ -19,6 +19,7 @@ from swzc.commands.cli import (build_options, guarded, json_option, program_benc
 from swzc.core import clean, outputs
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.outputs import STDOUT, Output
+from swzc.frontend.build_context import absolute_flag
 from swzc.fleet import jobs as planning
 from swzc.fleet import local, results, store
 from swzc.fleet.jobs import Job, Settings
@@ -132,7 +133,7 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
     settings = Settings(os.path.abspath(hw_name) if hw_name.endswith(".toml") else hw_name, bindings,
                         tuple(os.path.abspath(d) for d in include_dirs), defines,
                         os.path.abspath(build_path) if build_path else None, grids, blocks, not no_compile,
-                        tuple(_absolute(flag) for flag in compile_flags),
+                        tuple(absolute_flag(flag, os.getcwd()) for flag in compile_flags),
                         max_iterations, rounds, os.path.abspath(launch_spec) if launch_spec else None, bench_cmd, build_cmd, bench_runs,
                         program.sizes if program is not None else (), time_regex, check_regex, max_bytes)
     target = Output("-o", output) if output and output != STDOUT else None
@@ -210,14 +211,6 @@ def command(paths: tuple[str, ...], store_path: str | None, report_only: bool, o
         if not quiet:
             clean.echo(tune_report.summary(counts, where), err=True, kind="note")
     sys.exit(int(code))
-
-
-def _absolute(flag: str) -> str:
-    """A compile flag's folder (-I, -isystem, joined to it) as this folder reads it: the compiles run elsewhere."""
-    for prefix in ("-I", "-isystem"):
-        if flag.startswith(prefix) and len(flag) > len(prefix) and not os.path.isabs(flag[len(prefix):]):
-            return prefix + os.path.abspath(flag[len(prefix):])
-    return flag
 
 
 def _local_workers(chosen: str | None, bench_cmd: str | None) -> list[local.Worker]:

@@ -18,16 +18,20 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def in_order(function: Callable[[T], R], items: Sequence[T], jobs: int = 1, cost: Callable[[T], float] | None = None
-             ) -> Iterator[R]:
+def in_order(function: Callable[[T], R], items: Sequence[T], jobs: int = 1, cost: Callable[[T], float] | None = None,
+             done: Callable[[int], None] | None = None) -> Iterator[R]:
     """`function(item)` for each item, in order: here, one at a time, or with `jobs` > 1 on that many processes,
     this one and `jobs` - 1 workers.  Each worker is kept two items ahead (given the next as each result comes
     back), and this process runs the next item itself meanwhile.  `cost`: an estimate of each item's work; the
     costliest go first (so that no long item starts last while the others sit idle).  The results come in the
-    items' order either way; a failure is raised at its item's turn."""
+    items' order either way; a failure is raised at its item's turn.  `done(index)`: told here, in this thread,
+    as each item ends (in the order they end: a progress display), before its result is given."""
     if jobs <= 1 or len(items) < 2:
-        for item in items:
-            yield function(item)
+        for index, item in enumerate(items):
+            result = function(item)
+            if done is not None:
+                done(index)
+            yield result
         return
     order = list(range(len(items)))
     if cost is not None:
@@ -52,15 +56,27 @@ def in_order(function: Callable[[T], R], items: Sequence[T], jobs: int = 1, cost
             hand_out()
             arrived.notify_all()
 
-    done = False
+    finished = False
     try:
         with arrived:
             hand_out()
+        told: set[int] = set()
+
+        def tell() -> None:  # `done` for every item ended since last told, outside the lock
+            with arrived:
+                ended = [i for i in results if i not in told]
+            for i in sorted(ended):
+                told.add(i)
+                if done is not None:
+                    done(i)
+
         for ready in range(len(items)):
             while True:
+                tell()
                 with arrived:
                     if ready in results:
                         raised, value = results.pop(ready)
+                        late = ready not in told  # ended since `tell`
                         break
                     index = order.pop(0) if order else None
                     if index is None:
@@ -69,12 +85,16 @@ def in_order(function: Callable[[T], R], items: Sequence[T], jobs: int = 1, cost
                 outcome = _outcome(lambda: function(items[index]))  # the workers are busy: this one here
                 with arrived:
                     results[index] = outcome
+            if late:
+                told.add(ready)
+                if done is not None:
+                    done(ready)
             if raised:
                 raise value
             yield value
-        done = True
+        finished = True
     finally:
-        if done:
+        if finished:
             pool.close()
         else:
             pool.terminate()

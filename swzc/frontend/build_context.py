@@ -149,6 +149,15 @@ _FLAGS = {"-I": "include", "-isystem": "include", "-iquote": "include", "-idiraf
           "-D": "define", "--define-macro": "define", "-U": "undefine", "--undefine-macro": "undefine"}
 
 
+def absolute_flag(flag: str, directory: str) -> str:
+    """A compile flag's folder (`-Iinclude`, `-isystem…`, `--include-path=…`, joined to it) made absolute from
+    `directory`: the compiles run in another folder (the file's own, a worker's)."""
+    for prefix in ("--include-path=", "-isystem", "-iquote", "-idirafter", "-I"):
+        if flag.startswith(prefix) and len(flag) > len(prefix) and not os.path.isabs(flag[len(prefix):]):
+            return prefix + os.path.normpath(os.path.join(directory, flag[len(prefix):]))
+    return flag
+
+
 def context_from_flags(args: list[str], directory: str = ".") -> CompileContext:
     """-I/-isystem/--include-path folders and -D/-U defines of a compiler command line (`-Ifoo`, `-I foo`,
     `--include-path=foo` alike); every other argument is passed over."""

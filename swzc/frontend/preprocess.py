@@ -247,7 +247,8 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     where = stack[-1]
     path = _find_header(spelled, folder, state.context.include_dirs)
     if path is None:
-        state.notes.append(f"header \"{spelled}\" (included from {_short(where)}) not found; macros and constants in it are unknown, and functions in it are taken not to read the block index")
+        if not system_header(spelled):  # `#include "cuda_fp16.h"`: the toolkit's, found by the compiler on its own
+            state.notes.append(f"header \"{spelled}\" (included from {_short(where)}) not found; macros and constants in it are unknown, and functions in it are taken not to read the block index")
         return
     if path in stack:
         state.notes.append(f"header \"{spelled}\" includes itself through {' -> '.join(_short(p) for p in stack[stack.index(path):])}; not followed again")

@@ -319,7 +319,7 @@ def _rank(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: l
 
 
 Figures = tuple[list[Prediction], int, bool]  # each spec's prediction over the window, the window's blocks, all in one order
-FIGURES_LAYOUT = 1  # of the text below: a change makes the results cache miss
+FIGURES_LAYOUT = 1  # of `_figures_data`'s document: a change makes the results cache miss
 
 
 def _figures_key(fp: Footprint, adapter: str, divisor: int, hw: HardwareModel, specs: Sequence[SwizzleSpec],
@@ -348,11 +348,12 @@ def _figures_read(doc: Any, specs: Sequence[SwizzleSpec]) -> Figures | None:
         return None
     try:
         rows, window, same = doc["predictions"], doc["window"], doc["same"]
-        if doc["layout"] != FIGURES_LAYOUT or type(window) is not int or type(same) is not bool or len(rows) != len(specs):
+        if (doc["layout"] != FIGURES_LAYOUT or type(window) is not int or window < 0 or type(same) is not bool
+                or len(rows) != len(specs)):
             return None
         raw = []
         for spec, (hit, dram, *counts) in zip(specs, rows):
-            if len(counts) != 5 or not all(type(c) is int for c in counts) or not all(
+            if len(counts) != 5 or not all(type(c) is int and c >= 0 for c in counts) or not all(
                     type(x) in (int, float) and math.isfinite(x) for x in (hit, dram)):
                 return None
             raw.append(Prediction(spec.name, float(hit), float(dram), *counts))

@@ -33,7 +33,9 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
         context = replace(context, parses=parses or context.parses, memo=memo or context.memo)
     elif build_path is not None:
         raise SwzcError(f"-p {build_path}: no compile_commands.json there")
-    given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)])
+    # folders from the working folder, as the user typed them: the compile check runs in the file's own folder
+    given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)], os.getcwd())
+    notes += [f"-I {typed}: no such folder" for typed in dict.fromkeys(include_dirs) if not os.path.isdir(typed)]
     for name, _ in given.defines:
         if not name.isidentifier():
             raise SwzcError(f"-D {name!r}: not a macro name")

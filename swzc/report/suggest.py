@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +28,7 @@ from swzc.pipeline.reading import build_context, input_limit
 from swzc.rewrite.patch import quoted
 from swzc.target.hw import HardwareModel
 
+HEADER_NOT_FOUND = re.compile(r"^header .* not found")  # a note of swzc.frontend.preprocess
 # Where several codes apply, the one the user must act on first: a broken check, then bad input, then advice.
 SEVERITY = (ExitCode.OK, ExitCode.DECLINED, ExitCode.BAD_INPUT, ExitCode.CHECK_FAILED)
 
@@ -149,8 +151,8 @@ def _swept(o: KernelOutcome) -> str:
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     """The model's suggestions for one FILE, or the error that stopped it, as a record: the run goes on."""
     try:
-        context, _ = build_context(path, settings.include_dirs, settings.defines, settings.build_path, settings.parses,
-                                   settings.memo)
+        context, context_notes = build_context(path, settings.include_dirs, settings.defines, settings.build_path,
+                                               settings.parses, settings.memo)
         with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
             options = Options(hw=settings.hw, bindings=settings.bound, context=context,
                               facts=parse_launch_facts(settings.grids, settings.blocks), facts_elsewhere=True,
@@ -170,14 +172,15 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     # here reads them and their rankings at every size (footprints included) are tens of megabytes to send back
     # from a worker.
     outcomes = tuple(replace(o, sizes=None) for o in result.outcomes)
-    return FileSuggestions(path, outcomes, suggestions_of(path, result.outcomes, settings), notes=result.notes,
-                           syntax_errors=result.syntax_errors)
+    return FileSuggestions(path, outcomes, suggestions_of(path, result.outcomes, settings),
+                           notes=(*context_notes, *result.notes), syntax_errors=result.syntax_errors)
 
 
-def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1) -> Iterator[FileSuggestions]:
-    """Each FILE's suggestions, in the order given: one FILE at a time, or `jobs` at once on worker processes
-    (swzc.core.workers)."""
-    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs, cost=_size)
+def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1, done: Callable[[int], None] | None = None
+                  ) -> Iterator[FileSuggestions]:
+    """Each FILE's suggestions, in the order given: one FILE at a time, or `jobs` at once here and on worker
+    processes (swzc.core.workers), the largest first; `done(index)` as each ends."""
+    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs, cost=_size, done=done)
 
 
 def _size(path: str) -> float:
@@ -233,8 +236,12 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
         return ""
     files = list(dict.fromkeys(path for path, _ in unranked))
     where = quoted(files[0]) if len(files) == 1 else f"{len(files)} files"
+    # a header not found hides macros, sizes and helpers: where their files miss one, -I comes first
+    missing = len({n for r in reports if r.path in files for n in r.notes if HEADER_NOT_FOUND.search(n)})
+    lacks = (f"{missing} header(s) they include were not found: -I adds their folders; then --grid, --block or --set"
+             if missing else "--grid, --block or --set")
     return (f"{len(unranked)} kernel(s) in {where} could not be ranked by the L2 model and get no suggestion "
-            "(`swzc suggest -v` says why; --grid, --block or --set often gives what it lacks)")
+            f"(`swzc suggest -v` says why; {lacks} often gives what it lacks)")
 
 
 def _suggestion_text(s: Suggestion, path: str, apply: str) -> str:
