@@ -449,6 +449,50 @@ def test_the_files_are_read_from_the_command_line_without_running_any_option_s_c
 
     monkeypatch.setattr(cli.config, "find_for", lambda paths: ran.append(list(paths)))
     CliRunner().invoke(main, ["-q", "rewrite", "--set", "N=4", "-o", "out.cu", "g.cu", "--no-compile"])
-    CliRunner().invoke(main, ["suggest", "a.cu", "--bogus", "b.cu"])  # click refuses it later: nothing named here
+    CliRunner().invoke(main, ["rewrite", "a.cu", "--bogus", "-o", "b.cu"])  # click refuses it later: nothing named here
     CliRunner().invoke(main, ["probe", "--help"])
     assert ran == [["g.cu"], [], []]
+
+
+def test_suggest_and_review_read_each_file_with_its_own_projects_settings(tmp_path, monkeypatch):
+    """A repository of two projects, each with its own [tool.swzc] (a pre-commit hook is given files of both):
+    suggest and review read each FILE as its project says, where the command line leaves an option open."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    _pyproject(repo / "a", '[tool.swzc]\nhw = "h100"\ninclude-dir = ["inc"]\n')
+    _pyproject(repo / "b", '[tool.swzc]\nhw = "mi300x"\n')
+    (repo / "a" / "inc").mkdir()
+    (repo / "a" / "inc" / "sizes.h").write_text("#define TILE 16\n")
+    (repo / "a" / "g.cu").write_text(GEMM)  # its tile from a header only a's include folder holds
+    (repo / "b" / "g.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(repo)
+    for named in (["a/g.cu", "b/g.cu"], ["."]):
+        result = CliRunner().invoke(main, ["suggest", "--json", *named])
+        assert result.exit_code == 1, result.output
+        files = {f["file"].removeprefix("./"): f for f in json.loads(result.stdout)["files"]}
+        assert (files["a/g.cu"]["hw"], files["b/g.cu"]["hw"]) == ("h100", "mi300x")
+        suggested = files["a/g.cu"]["kernels"][0]["suggestion"]
+        assert suggested and "--hw" not in suggested["apply"] and "-I" not in suggested["apply"]  # rewrite reads a's too
+    typed = json.loads(CliRunner().invoke(main, ["suggest", "--json", "--hw", "a100", "a/g.cu", "b/g.cu"]).stdout)
+    assert [f["hw"] for f in typed["files"]] == ["a100", "a100"] and typed["hw"] == "a100"
+    review = CliRunner().invoke(main, ["review", "--format", "sarif", "a/g.cu", "b/g.cu"])
+    assert review.exit_code == 1, review.output
+    # a's kernel, read for its h100; b's is declined on the mi300x its project names (99 % of its reads hit already)
+    assert [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["properties"]["hw"])
+            for r in json.loads(review.stdout)["runs"][0]["results"]] == [("a/g.cu", "h100")]
+    # a command on one FILE reads that file's project, as before; one given files of both still refuses them
+    assert json.loads(CliRunner().invoke(main, ["analyze", "b/g.cu", "--no-compile", "--json"]).stdout)["hw"] == "mi300x"
+    assert "configured apart" in CliRunner().invoke(main, ["tune", "a/g.cu", "b/g.cu"]).stderr
+
+
+@pytest.mark.parametrize("args", [["rewrite", "g.cu", "-o", "o.cu", "--json"], ["suggest", "--json", "g.cu"],
+                                  ["--json", "analyze", "g.cu"]])
+def test_a_bad_project_file_under_json_is_a_json_document_too(tmp_path, monkeypatch, args):
+    (tmp_path / ".git").mkdir()
+    _pyproject(tmp_path, '[tool.swzc]\nbogus = 1\n')
+    (tmp_path / "g.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, args)
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 2 and doc["exit_code"] == 2 and "bogus: unknown" in doc["error"]
+    assert "bogus: unknown" in result.stderr

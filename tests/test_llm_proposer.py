@@ -205,3 +205,21 @@ def test_without_a_gpu_a_body_that_gains_less_than_the_margin_is_declined(gemm):
     (kernel,) = json.loads(result.stdout)["kernels"]
     assert result.exit_code == 1 and kernel["status"] == "declined"
     assert kernel["reason"].startswith("no LLM candidate beats identity (59.2 %) by 5 points in the L2 model: best custom:mirror#")
+
+
+def test_a_kernel_sized_at_run_time_is_not_asked_of_the_llm_and_says_so(gemm):
+    """Its grid is set at run time: a body of the LLM's could be proven on no grid it runs at, and ranked at one size
+    only.  Not asked: under llm the kernel is declined saying why; under both the built-in family's gated order
+    is written, and the summary says why the LLM was not asked.  The server is never called."""
+    from support import SIZED
+
+    (gemm / "g.cu").write_bytes(SIZED)
+    with serve([ReplyJson(valid_reply(body=GROUPED))]) as server:
+        alone = json.loads(rewrite(server.base_url, "--no-compile", "--json", "-o", "a.cu").stdout)
+        both = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url", server.base_url,
+                                         "--llm-retries", "0", "--no-compile", "-o", "b.cu"])
+        assert not server.requests
+    kernel = alone["kernels"][0]
+    assert kernel["status"] == "declined" and "the LLM was not asked: the kernel's grid is set at run time" in kernel["reason"]
+    assert both.exit_code == 0 and "rewritten with serpentine:" in both.stdout and "@" in both.stdout
+    assert "the LLM was not asked" in both.stdout

@@ -690,3 +690,20 @@ def test_the_unranked_hint_puts_a_missing_header_first_and_a_missing_folder_is_a
     verbose = invoke("suggest", "-v", "unranked.cu", "-I", "nowhere")
     assert 'header "sizes.h"' in verbose.stdout and "cuda_fp16.h" not in verbose.stdout
     assert "unranked.cu: note: -I nowhere: no such folder" in verbose.stdout
+
+
+def test_a_binary_file_named_is_bad_input_and_the_others_are_still_checked(work):
+    (work / "a.out.cu").write_bytes(b"\x7fELF\x02\x01\x01\x00__global__ void k() {}\n")
+    run = invoke("suggest", "a.out.cu", "gemm.cu")
+    assert run.exit_code == 2 and len(suggestion_lines(run.stdout)) == 1
+    assert "a.out.cu:1: not source text: a NUL byte at offset 7" in run.stderr
+
+
+def test_a_set_name_no_file_spells_is_said(work):
+    """A --set name that neither FILE nor a header it reads spells binds nothing (a typo, most likely): said once,
+    and with -v for each FILE; a name one of the FILEs spells is not said (the others are another file's)."""
+    run = invoke("suggest", "gemm.cu", "scale.cu", "--set", "NOSUCH=4")
+    assert run.exit_code == 1 and "swzc: note: --set NOSUCH: no FILE (nor a header one reads) names it" in run.stderr
+    assert "neither this file" in invoke("suggest", "-v", "gemm.cu", "--set", "NOSUCH=4").stdout
+    used = invoke("suggest", "gemm.cu", "scale.cu", "--set", "a=2")  # scale.cu's parameter, not gemm.cu's
+    assert "--set" not in used.stderr

@@ -18,6 +18,7 @@ from functools import wraps
 from typing import Any, NoReturn, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from swzc import __version__
 from swzc.target import hw as hwmodels
@@ -72,9 +73,16 @@ def _json_error(exc: SwzcError) -> None:
     """With --json, the error as one JSON document on stdout too (a tool reading stdout gets the file's syntax
     errors, not nothing)."""
     ctx = click.get_current_context(silent=True)
-    if ctx is None or not ctx.params.get("as_json"):
+    if ctx is None:
         return
-    clean.echo(error_json(ctx.params.get("file"), int(exc.code), exc.message, exc.details))
+    as_json, file = ctx.params.get("as_json"), ctx.params.get("file")
+    if ctx.parent is None:  # swzc's own step, before the command's (its configuration): the command's --json as typed
+        typed = list(ctx.meta.get(COMMAND_ARGS, []))
+        as_json = "--json" in (typed[:typed.index("--")] if "--" in typed else typed)
+        named = named_paths(ctx)
+        file = named[0] if len(named) == 1 else None
+    if as_json:
+        clean.echo(error_json(file, int(exc.code), exc.message, exc.details))
 
 
 def _interrupted() -> NoReturn:
@@ -172,7 +180,8 @@ def build_options(func: F) -> F:
     """What the compiler would see: include folders, defines, a compilation database, launch sizes."""
     for option in reversed((
         click.option("-I", "--include-dir", "include_dirs", multiple=True, metavar="DIR",
-                     help="Look for #include \"…\" headers here too, after FILE's folder (repeatable)."),
+                     help="Look for headers here: #include \"…\" after FILE's folder, #include <…> (a folder "
+                          "relative to the working folder; repeatable)."),
         click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
                      help="Define a macro as the build does, e.g. -D LARGE_DATASET or -D N=4096 (repeatable)."),
         click.option("-p", "--build-path", metavar="DIR", help="Folder of the compile_commands.json that gives FILE's "
@@ -303,7 +312,7 @@ Exit codes (each command's --help gives its own):
 @click.option("-q", "--quiet", count=True, help=QUIET_HELP)
 @click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 @click.option("--no-cache", is_flag=True, help="Compute every L2 model figure afresh: neither read nor add to swzc's results "
-              "cache (in ~/.cache/swzc, this user's own; SWZC_NO_CACHE=1 does the same).")
+              "cache ($XDG_CACHE_HOME/swzc, else ~/.cache/swzc: this user's own; SWZC_NO_CACHE=1 does the same).")
 @click.pass_context
 @guarded
 def main(ctx: click.Context, quiet: int, verbose: int, no_cache: bool) -> None:
@@ -317,7 +326,8 @@ def main(ctx: click.Context, quiet: int, verbose: int, no_cache: bool) -> None:
     """
     ctx.obj = {"quiet": quiet, "verbose": verbose, "config": None, "cache": not no_cache}
     settings = config.load_user()
-    found = config.find_for(named_paths(ctx))
+    # a command over many FILES reads each with its own project's [tool.swzc] (`per_project`)
+    found = config.find_for(named_paths(ctx)) if ctx.invoked_subcommand not in PER_FILE_COMMANDS else None
     if found is not None:
         ctx.obj["config"] = str(found)
         settings = {**settings, **config.load(found)}  # the project's facts over the user's defaults
@@ -328,6 +338,28 @@ def main(ctx: click.Context, quiet: int, verbose: int, no_cache: bool) -> None:
 
 
 COMMAND_ARGS = "swzc.command_args"
+PER_FILE_COMMANDS = ("suggest", "review")
+
+
+def per_project(files: Sequence[str], given: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each FILE's values of the options `given` (by parameter name, as parsed): where its project's [tool.swzc]
+    (the first pyproject.toml with one in its folder or above: swzc.pipeline.config) sets one that the command
+    line did not, that value, read as the option reads it.  FILEs of one project share one dict."""
+    ctx = click.get_current_context()
+    command = ctx.command
+    params = {p.name: p for p in command.params}
+    found = config.find_each(files)
+    by_project: dict[Any, dict[str, Any]] = {}
+    for project in dict.fromkeys(found.values()):
+        values = dict(given)
+        if project is not None:
+            mine = config.default_map([command], config.load(project)).get(command.name or "", {})
+            for name, value in mine.items():
+                typed = ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+                if name in values and not typed:
+                    values[name] = params[name].type_cast_value(ctx, value)
+        by_project[project] = values
+    return {file: by_project[found[file]] for file in files}
 
 
 def named_paths(ctx: click.Context) -> list[str]:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import click
 
 from swzc.analysis.records import LaunchFact
-from swzc.commands.cli import (build_options, each_file, guarded, hw_option, max_bytes_option, results_cache, set_option,
-                              verbosity_options)
+from swzc.commands.cli import (build_options, each_file, guarded, hw_option, max_bytes_option, per_project, results_cache,
+                              set_option, verbosity_options)
 from swzc.core import clean, outputs, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.memo import Memo
@@ -102,16 +103,26 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
         raise SwzcError("no .cu, .cuh or .hip file in FILES (a folder is searched for them)")
     for file in files:
         outputs.check(file, [target] if target else [])
-    hw = load_hw(hw_name)
-    bound = parse_bindings(list(bindings))
+    load_hw(hw_name)  # the command line's own errors first: exit 2 before any FILE
+    parse_bindings(list(bindings))
     facts = parse_launch_facts(grids, blocks)
+    # each FILE as its own project's [tool.swzc] says, where the command line leaves an option to it
+    per_file = per_project(files, {"hw_name": hw_name, "bindings": bindings, "include_dirs": include_dirs,
+                                   "defines": defines, "build_path": build_path, "grids": grids, "blocks": blocks})
+    made: dict[int, _Read] = {}
+    for values in per_file.values():
+        if id(values) not in made:
+            made[id(values)] = _Read(load_hw(values["hw_name"]), parse_bindings(list(values["bindings"])),
+                                     parse_launch_facts(values["grids"], values["blocks"]), values["include_dirs"],
+                                     values["defines"], values["build_path"])
+    work = [(file, made[id(per_file[file])]) for file in files]
+    facts = {kernel: fact for read in made.values() for kernel, fact in read.facts.items()} or facts
     results: list[RewriteResult] = []
     changed: dict[str, frozenset[int]] = {}
     failed: list[SwzcError] = []
     named: set[str] = set()
-    review = functools.partial(_review_one, hw=hw, bound=bound, facts=facts, compile_check=compile_check, memo=results_cache(),
-                               include_dirs=include_dirs, defines=defines, build_path=build_path, max_bytes=max_bytes)
-    for file, (result, error) in zip(files, each_file(lambda done: workers.in_order(review, files, jobs, done=done), files, "review")):
+    review = functools.partial(_review_one, compile_check=compile_check, memo=results_cache(), max_bytes=max_bytes)
+    for file, (result, error) in zip(files, each_file(lambda done: workers.in_order(review, work, jobs, done=done), files, "review")):
         try:
             if error is not None:
                 raise SwzcError(error[0], ExitCode(error[1]))
@@ -139,23 +150,32 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
 
 
-def _review_one(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
-                compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...], build_path: str | None,
-                max_bytes: int, memo: Memo) -> tuple[RewriteResult | None, tuple[str, int] | None]:
+@dataclass(frozen=True)
+class _Read:
+    """How one project's FILEs are read: the command line's options, and its [tool.swzc] where those leave one open."""
+
+    hw: HardwareModel
+    bound: Mapping[str, Value | str]
+    facts: Mapping[str, tuple[LaunchFact, ...]]
+    include_dirs: tuple[str, ...]
+    defines: tuple[str, ...]
+    build_path: str | None
+
+
+def _review_one(item: tuple[str, _Read], compile_check: bool, max_bytes: int, memo: Memo
+                ) -> tuple[RewriteResult | None, tuple[str, int] | None]:
     """`_review` under the input limit, here or on a worker: the result, or the error's message and exit code
     (an exception would lose its code on the way back from a worker)."""
     try:
         with input_limit(max_bytes):
-            return _review(file, hw, bound, facts, compile_check, include_dirs, defines, build_path, memo), None
+            return _review(*item, compile_check, memo), None
     except SwzcError as exc:
         return None, (exc.message, int(exc.code))
 
 
-def _review(file: str, hw: HardwareModel, bound: Mapping[str, Value | str], facts: Mapping[str, tuple[LaunchFact, ...]],
-            compile_check: bool, include_dirs: tuple[str, ...], defines: tuple[str, ...],
-            build_path: str | None, memo: Memo) -> RewriteResult:
+def _review(file: str, read: _Read, compile_check: bool, memo: Memo) -> RewriteResult:
     """One file's rewrite by the L2 model alone; --grid/--block may name kernels of any of FILES."""
-    context, _ = build_context(file, include_dirs, defines, build_path, memo=memo)
-    options = Options(hw=hw, bindings=bound, context=context, facts=facts, facts_elsewhere=True, compile=compile_check,
-                      bench=False)
+    context, _ = build_context(file, read.include_dirs, read.defines, read.build_path, memo=memo)
+    options = Options(hw=read.hw, bindings=read.bound, context=context, facts=read.facts, facts_elsewhere=True,
+                      compile=compile_check, bench=False)
     return rewrite_file(file, options)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 from click.core import ParameterSource
 
-from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, results_cache,
-                               set_option, verbosity, verbosity_options)
+from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, per_project,
+                               results_cache, set_option, verbosity, verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
 from swzc.pipeline.reading import source_files
@@ -81,7 +82,9 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     is safe and fast on every commit.  Prints one line per kernel that `swzc rewrite` would change, with the
     model's predictions for the kernel's own order and the suggested one (the share of L2 requests that hit,
     the bytes read from DRAM), and the command that applies it (-v: every kernel).  The model's figures are
-    kept in swzc's results cache (~/.cache/swzc; swzc --no-cache … computes them afresh)."""
+    kept in swzc's results cache ($XDG_CACHE_HOME/swzc, else ~/.cache/swzc; swzc --no-cache … computes them
+    afresh).  FILES may name folders (searched for .cu, .cuh and .hip files); each FILE is read with its own
+    project's [tool.swzc] where the command line leaves an option open."""
     parse_launch_facts(grids, blocks)  # a malformed --grid or --block is the command line's error: exit 2 now
     ctx = click.get_current_context()
 
@@ -101,12 +104,23 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
                         max_bytes, tuple(passed), launches, memo=results_cache())
     quiet, verbose = verbosity()
     given, files = files, source_files(files)
+    # each FILE as its own project's [tool.swzc] says, where the command line leaves an option to it
+    per_file = per_project(files, {"hw_name": hw_name, "bindings": bindings, "include_dirs": include_dirs,
+                                   "defines": defines, "build_path": build_path, "grids": grids, "blocks": blocks})
+    made: dict[int, Settings] = {}
+    for values in per_file.values():
+        if id(values) not in made:
+            parse_launch_facts(values["grids"], values["blocks"])
+            made[id(values)] = replace(settings, hw=load_hw(values["hw_name"]), bound=parse_bindings(list(values["bindings"])),
+                                       include_dirs=values["include_dirs"], defines=values["defines"],
+                                       build_path=values["build_path"], grids=values["grids"], blocks=values["blocks"])
+    work = [(file, made[id(per_file[file])]) for file in files]
     empty = [d for d in given if os.path.isdir(d) and not any(f.startswith(os.path.join(d, "")) for f in files)]
     if empty and not quiet:
         clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")
     reports = []
     said: set[str] = set()  # notes given for an earlier file: a header several files include says them once
-    for report in each_file(lambda done: suggest_files(files, settings, jobs, done), files, "suggest"):
+    for report in each_file(lambda done: suggest_files(work, jobs, done), files, "suggest"):
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True, kind="error")
@@ -117,10 +131,15 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     unused = sorted({kernel_of(p) for p in (*grids, *blocks)} - {o.name for r in reports for o in r.outcomes})
     if unused and verbose:
         clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True, kind="note")
+    read = [r for r in reports if not r.error]
+    unspelled = [name for name in settings.bound if read and all(f"--set {name}: neither this file" in r.notes_text for r in read)]
+    if unspelled and not quiet:  # a typo is the likeliest: it binds nothing, and the apply command repeats it
+        clean.echo(f"swzc: note: --set {', '.join(unspelled)}: no FILE (nor a header one reads) names it", err=True, kind="note")
     hint = suggest_report.unranked_hint(reports)
     if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
         clean.echo(f"swzc: note: {hint}", err=True, kind="note")
     code = exit_code(reports, exit_zero)
     if as_json:
-        clean.echo(suggest_report.render_json(settings.hw.name, code, reports))
+        read_for = {r.hw for r in reports if r.hw}  # each FILE's is in the document too
+        clean.echo(suggest_report.render_json(read_for.pop() if len(read_for) == 1 else settings.hw.name, code, reports))
     sys.exit(int(code))

@@ -300,4 +300,10 @@ def load(path: str, max_bytes: int | None = None) -> SourceFile:
     """Read and parse a source file.  It must be a regular file of at most `max_bytes` (default: the
     `max_input_bytes` in effect, which the command line's --max-bytes sets)."""
     limit = max_input_bytes.get() if max_bytes is None else max_bytes
-    return load_bytes(path, read_regular(path, limit, " (raise it with --max-bytes)"))
+    data = read_regular(path, limit, " (raise it with --max-bytes)")
+    nul = data.find(b"\0")
+    if nul >= 0:  # no compiler reads it as source: a binary (or UTF-16) file named by mistake
+        line = data.count(b"\n", 0, nul) + 1
+        raise SwzcError(f"{path}:{line}: not source text: a NUL byte at offset {nul} (a binary file, or text in UTF-16?)",
+                        ExitCode.BAD_INPUT)
+    return load_bytes(path, data)

@@ -5,8 +5,9 @@
   Its keys are the long option names at the top level.  It is read only when it is a regular file of the
   user's own that no one else may write to.
 - The project's file is the first pyproject.toml with a `[tool.swzc]` table in a named file's folder (the working
-  directory where none is named) or a folder above it, up to the root of the git work tree; files whose
-  projects are configured apart are refused.  Outside any work tree it must be the user's own file.  It comes
+  directory where none is named) or a folder above it, up to the root of the git work tree.  A command over many
+  files (suggest, review) reads each file with its own project's; the others refuse files whose projects are
+  configured apart.  Outside any work tree it must be the user's own file.  It comes
   with the code, from whoever wrote it, so it may set only facts about that code (PROJECT_KEYS: the hardware
   model, sizes, grids, include folders, defines, the compilation database, the benchmark's launch) and compile
   flags of a few harmless forms (PROJECT_COMPILE_FLAGS).  What is asked or run, and where output goes, is the user's alone.
@@ -93,6 +94,13 @@ def find_for(paths: Sequence[str]) -> Path | None:
         raise SwzcError(f"the files named are configured apart ({', '.join(files)}"
                         + (f"; none for {alone[0]}" if alone else "") + "): run swzc once for each project's files")
     return next(iter(found.values()))
+
+
+def find_each(files: Sequence[str]) -> dict[str, Path | None]:
+    """Each file's project file (`find`, from its folder): a command over many files reads each as its own
+    project says."""
+    seen: dict[Path, Path | None] = {}
+    return {name: find(Path(os.path.dirname(os.path.abspath(name))), seen) for name in files}
 
 
 def find(start: Path | None = None, seen: dict[Path, Path | None] | None = None) -> Path | None:

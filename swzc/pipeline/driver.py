@@ -250,6 +250,10 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
     src = ctx.src
     analysis = analyze(ctx, bindings or {}, facts)
     _check_bindings(ctx, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
+    unused = unspelled(ctx, bindings or {})
+    if unused:  # a typo, or (with several FILEs) a name of another file: said, never an error
+        analysis = replace(analysis, notes=(*analysis.notes, *(f"{UNSPELLED} {name}: neither this file nor a header it "
+                                                                f"reads names it" for name in unused)))
     if src.errors and analysis.kernels and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
         # parse errors, and no kernel clear of them: nothing in the file can be analysed.  (A file with no
         # kernel at all, a `__global__` in its unparsed parts included, has nothing to rewrite: its errors are
@@ -260,6 +264,20 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
                          "rules": [k.hazards[0].rule_id]} for k in analysis.kernels],
             "syntax_errors": [{"line": e.line, "col": e.col, "message": e.what} for e in src.errors]})
     return ctx, analysis
+
+
+UNSPELLED = "--set"  # how a note on a --set name that no text read spells begins
+
+
+def unspelled(ctx: FileContext, bindings: Mapping[str, Value | str]) -> list[str]:
+    """The --set names (a dim3's `dims.x` by `dims`) that neither the file nor a header it reads spells as a word."""
+    texts = [ctx.src.data, *(h.src.data for h in ctx.prepared()[0].headers)]
+    found = []
+    for name in bindings:
+        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.partition(".")[0].encode()) + rb"(?![A-Za-z0-9_])")
+        if not any(word.search(text) for text in texts):
+            found.append(name)
+    return found
 
 
 def _check_bindings(ctx: FileContext, analysis: FileAnalysis, bindings: Mapping[str, Value | str],
@@ -548,6 +566,12 @@ def _transcripts(options: Options, searches: Sequence[KernelSearch]) -> tuple[Tr
     return transcripts({s.kernel: s.history for s in searches}) if transcripts is not None else ()
 
 
+# An LLM's body is accepted only on the grid it runs at, every block checked (swzc.formulas.prove), and the L2 model
+# ranks it at one size: a kernel whose grid is set at run time runs at sizes that neither reaches.
+NOT_ASKED = ("the LLM was not asked: the kernel's grid is set at run time, and an order from outside the built-in family "
+             "is accepted only on the one grid it runs at, every block checked")
+
+
 def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) -> RunPlan:
     """Without a GPU, an LLM's proven candidates are judged by the L2 model alone: one is chosen when its
     predicted hit rate beats identity by the margin and, under `both`, the built-in family's best.  Where
@@ -562,6 +586,12 @@ def choose_by_model(ctx: FileContext, analysis: FileAnalysis, options: Options) 
     llm = [_llm(options)]
     for index, ranking in ranked.items():
         if not isinstance(ranking, Ranking) or block_swizzle.refusal(analysis, index) is not None:
+            continue
+        if ranking.sweep is not None:  # sized at run time: no body of the LLM's could be accepted, so none is asked for
+            if options.proposer == "llm":
+                declined[index] = f"{NOT_ASKED}; the built-in family (--proposer builtin or both) is ranked over its sizes"
+            elif ranking.chosen is not None:
+                notes[index] = f"{ranking.reason}; {NOT_ASKED}"
             continue
         task = KernelTask(ctx, analysis, index, options.hw, ranking, options.bindings, measured=False)
         history = search(task, llm, options.max_iterations)

@@ -8,7 +8,6 @@ two emitters.  The model alone decides (no GPU, no LLM, no compile check); nothi
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -67,6 +66,11 @@ class FileSuggestions:
     notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (a header not found, ...)
     syntax_errors: tuple[SyntaxIssue, ...] = ()  # what tree-sitter could not parse and the analysis worked around
     error_details: Mapping[str, Any] = field(default_factory=dict)  # what the error carries for --json (its syntax errors)
+    hw: str = ""  # the hardware model the FILE was read for (its project's [tool.swzc] may name its own)
+
+    @property
+    def notes_text(self) -> str:
+        return "\n".join(self.notes)
 
 
 @dataclass(frozen=True)
@@ -162,31 +166,35 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
         if interrupt_received():
             raise KeyboardInterrupt from None
         message = exc.message if exc.message.startswith(f"{path}:") else f"{path}: {exc.message}"
-        return FileSuggestions(path, error=message, code=exc.code, error_details=dict(exc.details))
+        return FileSuggestions(path, error=message, code=exc.code, error_details=dict(exc.details), hw=settings.hw.name)
     except Exception as exc:  # noqa: BLE001 - one FILE's failure must not hide the others' suggestions
         if interrupt_received():
             raise KeyboardInterrupt from None
         return FileSuggestions(path, error=f"{path}: internal error: {type(exc).__name__}: {exc} (please report this "
-                                           "with the input file)", code=ExitCode.CHECK_FAILED)
+                                           "with the input file)", code=ExitCode.CHECK_FAILED, hw=settings.hw.name)
     # The suggestions read the sweeps (`KernelOutcome.sizes`); the record goes on without them, as nothing else
     # here reads them and their rankings at every size (footprints included) are tens of megabytes to send back
     # from a worker.
     outcomes = tuple(replace(o, sizes=None) for o in result.outcomes)
     return FileSuggestions(path, outcomes, suggestions_of(path, result.outcomes, settings),
-                           notes=(*context_notes, *result.notes), syntax_errors=result.syntax_errors)
+                           notes=(*context_notes, *result.notes), syntax_errors=result.syntax_errors, hw=settings.hw.name)
 
 
-def suggest_files(paths: Sequence[str], settings: Settings, jobs: int = 1, done: Callable[[int], None] | None = None
+def suggest_files(work: Sequence[tuple[str, Settings]], jobs: int = 1, done: Callable[[int], None] | None = None
                   ) -> Iterator[FileSuggestions]:
-    """Each FILE's suggestions, in the order given: one FILE at a time, or `jobs` at once here and on worker
-    processes (swzc.core.workers), the largest first; `done(index)` as each ends."""
-    return workers.in_order(functools.partial(suggest_file, settings=settings), paths, jobs, cost=_size, done=done)
+    """Each FILE's suggestions, read with its settings (its project's), in the order given: one FILE at a time, or
+    `jobs` at once here and on worker processes (swzc.core.workers), the largest first; `done(index)` as each ends."""
+    return workers.in_order(_suggest_one, work, jobs, cost=_size, done=done)
 
 
-def _size(path: str) -> float:
+def _suggest_one(item: tuple[str, Settings]) -> FileSuggestions:
+    return suggest_file(*item)
+
+
+def _size(item: tuple[str, Settings]) -> float:
     """A FILE's bytes, for the workers to take the largest first (0 where it cannot be told: it fails soon)."""
     try:
-        return os.stat(path).st_size
+        return os.stat(item[0]).st_size
     except (OSError, ValueError):
         return 0
 
@@ -273,7 +281,7 @@ def _file_json(report: FileSuggestions) -> dict[str, Any]:
     if report.error:  # a file that could not be analysed: what the error knows of it (its kernels, its syntax errors)
         kernels = [{**k, "suggestion": None} for k in report.error_details.get("kernels", [])]
     syntax = syntax_json(report.syntax_errors) or list(report.error_details.get("syntax_errors", []))
-    return {"file": report.path, "error": report.error or None, "exit_code": int(report.code) if report.error else None,
+    return {"file": report.path, "hw": report.hw, "error": report.error or None, "exit_code": int(report.code) if report.error else None,
             "kernels": kernels, "notes": list(report.notes), "syntax_errors": syntax}
 
 
