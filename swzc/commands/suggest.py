@@ -21,7 +21,7 @@ from click.core import ParameterSource
 from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, per_project,
                                results_cache, set_option, verbosity, verbosity_options)
 from swzc.core import clean
-from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts
+from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts, unspelled_note
 from swzc.pipeline.reading import source_files
 from swzc.report import suggest as suggest_report
 from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_files
@@ -132,7 +132,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     if unused and verbose:
         clean.echo(f"swzc: note: --grid/--block name kernel(s) {', '.join(unused)}, which are in none of these FILES", err=True, kind="note")
     read = [r for r in reports if not r.error]
-    unspelled = [name for name in settings.bound if read and all(f"--set {name}: neither this file" in r.notes_text for r in read)]
+    unspelled = [name for name in settings.bound if read and all(unspelled_note(name) in r.notes for r in read)]
     if unspelled and not quiet:  # a typo is the likeliest: it binds nothing, and the apply command repeats it
         clean.echo(f"swzc: note: --set {', '.join(unspelled)}: no FILE (nor a header one reads) names it", err=True, kind="note")
     hint = suggest_report.unranked_hint(reports)

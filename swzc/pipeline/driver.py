@@ -252,8 +252,7 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
     _check_bindings(ctx, analysis, bindings or {}, {} if facts_elsewhere else facts or {})
     unused = unspelled(ctx, bindings or {})
     if unused:  # a typo, or (with several FILEs) a name of another file: said, never an error
-        analysis = replace(analysis, notes=(*analysis.notes, *(f"{UNSPELLED} {name}: neither this file nor a header it "
-                                                                f"reads names it" for name in unused)))
+        analysis = replace(analysis, notes=(*analysis.notes, *map(unspelled_note, unused)))
     if src.errors and analysis.kernels and all(any(h.rule == "syntax-error" for h in k.hazards) for k in analysis.kernels):
         # parse errors, and no kernel clear of them: nothing in the file can be analysed.  (A file with no
         # kernel at all, a `__global__` in its unparsed parts included, has nothing to rewrite: its errors are
@@ -266,7 +265,9 @@ def analyze_file(path: str, bindings: Mapping[str, Value | str] | None = None, c
     return ctx, analysis
 
 
-UNSPELLED = "--set"  # how a note on a --set name that no text read spells begins
+def unspelled_note(name: str) -> str:
+    """The note on a --set name that neither the file nor a header it reads spells (`unspelled`)."""
+    return f"--set {name}: neither this file nor a header it reads names it"
 
 
 def unspelled(ctx: FileContext, bindings: Mapping[str, Value | str]) -> list[str]:

@@ -68,10 +68,6 @@ class FileSuggestions:
     error_details: Mapping[str, Any] = field(default_factory=dict)  # what the error carries for --json (its syntax errors)
     hw: str = ""  # the hardware model the FILE was read for (its project's [tool.swzc] may name its own)
 
-    @property
-    def notes_text(self) -> str:
-        return "\n".join(self.notes)
-
 
 @dataclass(frozen=True)
 class Settings:
