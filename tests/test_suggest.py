@@ -560,9 +560,8 @@ def test_several_files_show_a_progress_bar_on_a_terminal_only_and_every_result_p
         return iter([1, 2, 3])
 
     assert list(each_file(run, files, "suggest")) == [1, 2, 3]
-    # on stderr, where stderr is a terminal and stdout is not: the findings on that terminal would cut into it
-    shown = err_terminal and not out_terminal
-    assert ("suggest" in err.getvalue()) == shown and (told[0] is not None) == shown
+    # on stderr, where stderr is a terminal; where stdout is one too, taken off while each result is printed
+    assert ("suggest" in err.getvalue()) == err_terminal and (told[0] is not None) == err_terminal
     assert list(each_file(lambda done: iter([1]), files[:1], "suggest")) == [1]  # one file: no bar
 
 
@@ -707,3 +706,45 @@ def test_a_set_name_no_file_spells_is_said(work):
     assert "neither this file" in invoke("suggest", "-v", "gemm.cu", "--set", "NOSUCH=4").stdout
     used = invoke("suggest", "gemm.cu", "scale.cu", "--set", "a=2")  # scale.cu's parameter, not gemm.cu's
     assert "--set" not in used.stderr
+
+
+def test_where_stdout_is_the_terminal_too_the_bar_steps_aside_for_each_results_lines(monkeypatch):
+    import swzc.commands.cli as cli
+
+    events = []
+
+    class Bar:  # rich's Progress, as each_file uses it
+        def __enter__(self):
+            events.append("shown")
+            return self
+
+        def __exit__(self, *exc):
+            events.append("gone")
+
+        def add_task(self, what, total):
+            return 0
+
+        def update(self, task, advance, description):
+            events.append(f"done {description.split()[-1]}")
+
+        def stop(self):
+            events.append("off")
+
+        def start(self):
+            events.append("on")
+
+    monkeypatch.setattr(cli, "_progress_bar", Bar)
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+
+    def run(done):
+        for index in range(2):
+            done(index)
+            yield index
+
+    for item in cli.each_file(run, ["a.cu", "b.cu"], "suggest"):
+        events.append(f"printed {item}")
+    assert events == ["shown", "done a.cu", "off", "printed 0", "on", "done b.cu", "off", "printed 1", "on", "gone"]
+    events.clear()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # stdout elsewhere: the bar stays up throughout
+    assert list(cli.each_file(run, ["a.cu", "b.cu"], "suggest")) == [0, 1] and "off" not in events

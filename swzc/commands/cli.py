@@ -385,22 +385,28 @@ def named_paths(ctx: click.Context) -> list[str]:
 def each_file(run: Callable[[Callable[[int], None] | None], Iterable[T]], files: Sequence[str], what: str) -> Iterator[T]:
     """`run(done)`'s results (one per FILE, in order) passed through, with a progress bar on stderr where stderr is a
     terminal, there are several FILES and -q was not given: "{what} 3/20 name.cu", moved on by `done(index)` as
-    each FILE ends, whichever ends first.  Where stdout is that terminal too, its lines are the progress (a bar
-    between them would be cut into by them)."""
+    each FILE ends, whichever ends first.  Where stdout is a terminal too, the bar is taken off while the caller
+    prints each result's lines, and put back after them: the lines stay, the bar stays below them."""
     quiet, _ = verbosity()
-    shown = len(files) > 1 and not quiet and clean.is_terminal(sys.stderr) and not clean.is_terminal(sys.stdout)
+    shown = len(files) > 1 and not quiet and clean.is_terminal(sys.stderr)
     if not shown:
         yield from run(None)
         return
     from rich.markup import escape
 
+    printed_here = clean.is_terminal(sys.stdout)
     with _progress_bar() as bar:
         task = bar.add_task(what, total=len(files))
 
         def done(index: int) -> None:
             bar.update(task, advance=1, description=f"{what} {escape(clean.text(os.path.basename(files[index])))}")
 
-        yield from run(done)
+        for item in run(done):
+            if printed_here:
+                bar.stop()  # transient: the bar's line is cleared, and the result's lines take it
+            yield item
+            if printed_here:
+                bar.start()
 
 
 def _progress_bar() -> Any:
