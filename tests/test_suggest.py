@@ -748,3 +748,30 @@ def test_where_stdout_is_the_terminal_too_the_bar_steps_aside_for_each_results_l
     events.clear()
     monkeypatch.setattr(sys, "stdout", io.StringIO())  # stdout elsewhere: the bar stays up throughout
     assert list(cli.each_file(run, ["a.cu", "b.cu"], "suggest")) == [0, 1] and "off" not in events
+
+
+LAUNCHED_ELSEWHERE = b"""__global__ void gemm_ext(const float* A, const float* B, float* C, int m, int n, int k, float alpha) {
+  const int row = blockIdx.y * 16 + threadIdx.y;
+  const int col = blockIdx.x * 16 + threadIdx.x;
+  if (row >= m || col >= n) return;
+  float acc = 0.0f;
+  for (int i = 0; i < k; ++i) acc += A[row * k + i] * B[i * n + col];
+  C[row * n + col] = alpha * acc;
+}
+"""
+
+
+def test_a_kernel_launched_elsewhere_names_every_parameter_its_reads_need_at_once(work):
+    """Launched in another file: the grid is not known, and nor are the sizes its reads use.  The reason names
+    both at once (not the grid first, then the sizes on the next run), and only the parameters the reads use."""
+    (work / "ext.cu").write_bytes(LAUNCHED_ELSEWHERE)
+    reason = invoke("suggest", "-v", "ext.cu").stdout
+    assert "no launch in this file fixes the grid" in reason
+    assert "its reads also use n and k, which --set gives (--set n=4096, say): --grid alone does not rank it" in reason
+    given = invoke("suggest", "ext.cu", "--grid", "gemm_ext=256,256", "--block", "gemm_ext=16,16", "--set", "n=4096",
+                   "--set", "k=4096")
+    assert given.exit_code == 1 and len(suggestion_lines(given.stdout)) == 1
+    (work / "plain.cu").write_bytes(b"__global__ void copy2d(float* out, const float* in, int unused) {\n"
+                                    b"  out[blockIdx.y * 4096 + blockIdx.x] = in[blockIdx.x * 4096 + blockIdx.y];\n}\n")
+    plain = invoke("suggest", "-v", "plain.cu").stdout
+    assert "no launch in this file fixes the grid" in plain and "its reads also use" not in plain

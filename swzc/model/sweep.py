@@ -21,6 +21,7 @@ measures them (swzc.verify).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -213,20 +214,56 @@ def _unfollowed(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: M
     block where none is known, is surveyed only to say which read the model cannot follow ('' where it can,
     where the kernel's definition is not in the file, or where the reads depend on what is not known).
     Nothing is ranked from the stand-in."""
-    at = kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)}) if kernel.launches else kernel
-    if at is None:
+    probe = _probe(ctx, kernel, user, names, assumed)
+    if probe is None:
         return ""
-    axes = max(1, min(3, kernel.dims))
-    first = at.launches[0] if at.launches else Launch(kernel.name, 0, "", "", "", None, None)
-    given = dict(first.bindings)  # integer arguments no launch fixes: 4096, as the sizes are
-    unset = {n: 4096 for n in integer_arguments(ctx, kernel) if n not in given and n not in user}
-    stand_in = replace(first, grid=PROBE_GRID[axes], block=first.block or PROBE_BLOCK[axes],
-                       bindings=tuple(sorted({**unset, **given}.items())))
-    got = survey(ctx, replace(at, launches=(stand_in,)), hw, dict(user), False, (), None)
+    at, first, unset = probe
+    got = survey(ctx, _stand_in(at, first, unset, kernel.dims), hw, dict(user), False, (), None)
     if isinstance(got, str) and got.startswith("the model cannot follow"):
         where = f"set at run time at line {first.line}" if first.line else "launched nowhere in this file"
         return f"{got} (whatever its grid, {where})"
     return ""
+
+
+def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str]) -> list[str]:
+    """The kernel's integer parameters that no launch here fixes and without which the model cannot follow its
+    reads, whatever the grid: what --set must give besides --grid, said at once rather than one per run.  Found
+    as a user would, one run at a time, each naming the next one missing; [] where something else stops it."""
+    probe = _probe(ctx, kernel, dict(user), (), ())
+    if probe is None:
+        return []
+    at, first, unset = probe
+    needed: list[str] = []
+    for _ in range(len(unset) + 1):
+        got = survey(ctx, _stand_in(at, first, {n: unset[n] for n in needed}, kernel.dims), hw, dict(user), False, (), None)
+        if not isinstance(got, str):
+            return sorted(needed, key=list(unset).index)  # in the kernel's parameter order
+        named = next((n for n in unset if n not in needed and re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", got)),
+                     None)
+        if named is None:  # stopped by what no --set of a parameter gives
+            return []
+        needed.append(named)
+    return []
+
+
+def _probe(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str], names: tuple[str, ...],
+           assumed: tuple[tuple[str, int], ...]) -> tuple[KernelInfo, Launch, dict[str, int]] | None:
+    """The kernel at 4096 for `names`, its first launch (one of no arguments where it is launched nowhere here),
+    and its integer arguments no launch fixes, each at 4096 as the sizes are."""
+    at = kernel_at(ctx, kernel, {**user, **size_bindings(names, 4096, assumed)}) if kernel.launches else kernel
+    if at is None:
+        return None
+    first = at.launches[0] if at.launches else Launch(kernel.name, 0, "", "", "", None, None)
+    given = dict(first.bindings)
+    return at, first, {n: 4096 for n in integer_arguments(ctx, kernel) if n not in given and n not in user}
+
+
+def _stand_in(at: KernelInfo, first: Launch, unset: Mapping[str, int], dims: int) -> KernelInfo:
+    """The kernel launched once with a stand-in grid (and block, where none is known) and `unset` bound."""
+    axes = max(1, min(3, dims))
+    launch = replace(first, grid=PROBE_GRID[axes], block=first.block or PROBE_BLOCK[axes],
+                     bindings=tuple(sorted({**unset, **dict(first.bindings)}.items())))
+    return replace(at, launches=(launch,))
 
 
 def _bindable(name: str) -> bool:

@@ -33,7 +33,8 @@ from swzc.frontend.preprocess import CompileContext, refine
 from swzc.verify.program import OriginalFailed, ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
-from swzc.model.sweep import kernel_at, measured_sizes, rank_over_launches, rank_over_sizes, sized_launch, unsized
+from swzc.model.sweep import (kernel_at, measured_sizes, parameters_read, rank_over_launches, rank_over_sizes, sized_launch,
+                              unsized)
 from swzc.model.calibration import Calibration, calibrate
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, identity_order, rank, survey
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
@@ -324,7 +325,12 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
             return swept
         return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
     if isinstance(got, str) and sizes and got.startswith("no launch in this file fixes"):
-        got = unsized(ctx, kernel, hw, bindings) or got
+        found = unsized(ctx, kernel, hw, bindings)
+        needed = [] if found else parameters_read(ctx, kernel, hw, bindings)
+        if needed:  # said now, not after the --grid this asks for: one round, not two
+            names = ", ".join(needed[:-1]) + " and " + needed[-1] if len(needed) > 1 else needed[0]
+            got += f"; its reads also use {names}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
+        got = found or got
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
