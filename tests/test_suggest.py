@@ -775,3 +775,6 @@ def test_a_kernel_launched_elsewhere_names_every_parameter_its_reads_need_at_onc
                                     b"  out[blockIdx.y * 4096 + blockIdx.x] = in[blockIdx.x * 4096 + blockIdx.y];\n}\n")
     plain = invoke("suggest", "-v", "plain.cu").stdout
     assert "no launch in this file fixes the grid" in plain and "its reads also use" not in plain
+    # a parameter named like a word of the reason's prose ("k is a kernel parameter …") is not taken for one read
+    (work / "prose.cu").write_bytes(LAUNCHED_ELSEWHERE.replace(b"float alpha", b"int a").replace(b"alpha * acc", b"acc"))
+    assert "its reads also use n and k, which" in invoke("suggest", "-v", "prose.cu").stdout

@@ -238,11 +238,13 @@ def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
         got = survey(ctx, _stand_in(at, first, {n: unset[n] for n in needed}, kernel.dims), hw, dict(user), False, (), None)
         if not isinstance(got, str):
             return sorted(needed, key=list(unset).index)  # in the kernel's parameter order
-        named = next((n for n in unset if n not in needed and re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", got)),
-                     None)
-        if named is None:  # stopped by what no --set of a parameter gives
+        # the parameter the reason names first ("K is a kernel parameter the launch does not fix"): a one-letter
+        # name may also stand in its prose
+        spelled = [(found.start(), n) for n in unset if n not in needed
+                   for found in [re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", got)] if found]
+        if not spelled:  # stopped by what no --set of a parameter gives
             return []
-        needed.append(named)
+        needed.append(min(spelled)[1])
     return []
 
 
