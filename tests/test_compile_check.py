@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from support import needs_nvcc
+from support import NAIVE_GEMM, needs_nvcc
 
 from swzc.target import compile as compiling
 from swzc.target.compile import CompileReport, compile_check
@@ -194,20 +194,11 @@ def test_when_the_original_does_not_compile_either_its_first_error_names_the_use
     assert both.detail.endswith(f": {tmp_path / 'k.cu'}(3): error: cudaThreadSynchronize")
 
 
-INCLUDES_TILE = b"""#include "tile.h"
-__global__ void gemm(const float* A, const float* B, float* C, int n) {
-  const int row = blockIdx.y * T + threadIdx.y;
-  const int col = blockIdx.x * T + threadIdx.x;
-  float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
-  C[row * n + col] = acc;
-}
-void run(const float* A, const float* B, float* C) { gemm<<<dim3(256, 256), dim3(T, T)>>>(A, B, C, 4096); }
-"""
+INCLUDES_TILE = NAIVE_GEMM.replace("#define TILE 16\n", '#include "tile.h"\n').encode()  # its tile from a header
 
 
 @needs_nvcc
-@pytest.mark.parametrize("flags", [["-I", "hdr"], ["--set", "T=16", "--compile-flag=-Ihdr"], ["-I", "./hdr/../hdr"]])
+@pytest.mark.parametrize("flags", [["-I", "hdr"], ["--set", "TILE=16", "--compile-flag=-Ihdr"], ["-I", "./hdr/../hdr"]])
 def test_a_relative_include_folder_is_read_from_the_working_folder_by_the_compile_check_too(tmp_path, monkeypatch, flags):
     """The compile check runs in the file's own folder: a folder given relative to the working folder (-I, or
     --compile-flag=-I…) is made absolute first, so the check compiles what the analysis read."""
@@ -218,7 +209,7 @@ def test_a_relative_include_folder_is_read_from_the_working_folder_by_the_compil
     (tmp_path / "sub").mkdir()
     (tmp_path / "hdr").mkdir()
     (tmp_path / "sub" / "k.cu").write_bytes(INCLUDES_TILE)
-    (tmp_path / "hdr" / "tile.h").write_text("#define T 16\n")
+    (tmp_path / "hdr" / "tile.h").write_text("#define TILE 16\n")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["rewrite", "sub/k.cu", *flags, "-o", "out.cu", "--json"])
     assert result.exit_code == 0, result.output

@@ -248,7 +248,7 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     path = _find_header(spelled, folder, state.context.include_dirs)
     if path is None:
         if not system_header(spelled):  # `#include "cuda_fp16.h"`: the toolkit's, found by the compiler on its own
-            state.notes.append(f"header \"{spelled}\" (included from {_short(where)}) not found; macros and constants in it are unknown, and functions in it are taken not to read the block index")
+            state.notes.append(_not_found(f'"{spelled}"', where, ""))
         return
     if path in stack:
         state.notes.append(f"header \"{spelled}\" includes itself through {' -> '.join(_short(p) for p in stack[stack.index(path):])}; not followed again")
@@ -274,9 +274,17 @@ def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State,
     if path is not None:
         yield _include(path, table, state, os.path.dirname(path), stack)  # found: an absolute path, found again at once
     elif not system_header(spelled):  # a project's own header (`<helper_cuda.h>`) the -I folders lack: say so
-        state.notes.append(f"header <{spelled}> (included from {_short(stack[-1])}) not found in the -I folders"
-                           f"{'' if state.context.include_dirs else ' (none given)'}; macros and constants in it are unknown, and functions "
-                           "in it are taken not to read the block index (-I adds its folder)")
+        state.notes.append(_not_found(f"<{spelled}>", stack[-1], f" in the -I folders{'' if state.context.include_dirs else ' (none given)'}",
+                                      " (-I adds its folder)"))
+
+
+HEADER_NOT_FOUND = re.compile(r"^header .* not found")  # how `_not_found`'s notes read, for a report to count them
+
+
+def _not_found(shown: str, where: str, searched: str, hint: str = "") -> str:
+    """The note on a header not found: `shown` as the #include spelled it, `searched` where it was looked for."""
+    return (f"header {shown} (included from {_short(where)}) not found{searched}; macros and constants in it are unknown, "
+            f"and functions in it are taken not to read the block index{hint}")
 
 
 # Headers of the C and C++ libraries, the system and the CUDA and HIP toolkits: an `#include <…>` of one that no -I

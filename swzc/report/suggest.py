@@ -9,7 +9,6 @@ two emitters.  The model alone decides (no GPU, no LLM, no compile check); nothi
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,6 +18,7 @@ from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.memo import Memo
 from swzc.core.signals import interrupt_received
 from swzc.frontend.build_context import HeaderParses
+from swzc.frontend.preprocess import HEADER_NOT_FOUND
 from swzc.frontend.evaluate import Value
 from swzc.frontend.source import SyntaxIssue
 from swzc.pipeline.driver import KernelOutcome, Options, parse_launch_facts, rewrite_file
@@ -27,7 +27,6 @@ from swzc.pipeline.reading import build_context, input_limit
 from swzc.rewrite.patch import quoted
 from swzc.target.hw import HardwareModel
 
-HEADER_NOT_FOUND = re.compile(r"^header .* not found")  # a note of swzc.frontend.preprocess
 # Where several codes apply, the one the user must act on first: a broken check, then bad input, then advice.
 SEVERITY = (ExitCode.OK, ExitCode.DECLINED, ExitCode.BAD_INPUT, ExitCode.CHECK_FAILED)
 
