@@ -496,3 +496,17 @@ def test_a_bad_project_file_under_json_is_a_json_document_too(tmp_path, monkeypa
     doc = json.loads(result.stdout)
     assert result.exit_code == 2 and doc["exit_code"] == 2 and "bogus: unknown" in doc["error"]
     assert "bogus: unknown" in result.stderr
+
+
+@pytest.mark.parametrize("setting", ['proposer = "llm"', 'compile-flag = ["-Xcompiler=-fplugin=x.so"]', 'jobs = 64'])
+def test_a_sub_projects_file_read_for_its_own_files_may_still_set_only_facts(tmp_path, monkeypatch, setting):
+    """suggest and review read each FILE's own project file: a sub-project's is held to what any project file may set."""
+    (tmp_path / ".git").mkdir()
+    _pyproject(tmp_path / "a", '[tool.swzc]\nhw = "h100"\n')
+    _pyproject(tmp_path / "b", f"[tool.swzc]\n{setting}\n")
+    for sub in ("a", "b"):
+        (tmp_path / sub / "g.cu").write_text(NAIVE_GEMM)
+    monkeypatch.chdir(tmp_path)
+    for command in (["suggest"], ["review", "--format", "sarif"]):
+        result = CliRunner().invoke(main, [*command, "a/g.cu", "b/g.cu"])
+        assert result.exit_code == 2 and "b/pyproject.toml: [tool.swzc]" in result.stderr and not result.stdout
