@@ -124,6 +124,15 @@ def test_cooperative_loop_with_a_ragged_end():
     assert only(fp, "A").sectors.tolist() == list(range(10))
 
 
+@pytest.mark.parametrize("cond", ["o + 3 <= 12", "3 + o < 13", "(o + 3) <= 12", "12 >= o + 3", "o - 2 < 7",
+                                  "o + threadIdx.x < 12"])
+def test_a_loop_whose_condition_moves_its_counter_by_a_step(cond):
+    """`offset + stride <= BM` is `offset <= BM - stride`: the counter's bound, whatever side the step is on."""
+    fp = fp_of(one_kernel(f"for (int o = 0; {cond}; o += 3) C[0] += A[(o + threadIdx.x) * 8];", launch="1, 2"))
+    holds = [(o, t) for t in range(2) for o in range(0, 30, 3) if eval(cond.replace("threadIdx.x", "t"), {"o": o, "t": t})]
+    assert only(fp, "A").sectors.tolist() == sectors([(o + t) * 8 * 4 for o, t in holds], 4) and fp.unknown == ()
+
+
 def test_decreasing_loop():
     fp = fp_of(one_kernel("for (int j = 31; j >= 8; j -= 8) C[0] += A[j * 8];"))
     assert only(fp, "A").sectors.tolist() == sectors([j * 8 * 4 for j in (31, 23, 15)], 4)

@@ -778,3 +778,41 @@ def test_a_kernel_launched_elsewhere_names_every_parameter_its_reads_need_at_onc
     # a parameter named like a word of the reason's prose ("k is a kernel parameter …") is not taken for one read
     (work / "prose.cu").write_bytes(LAUNCHED_ELSEWHERE.replace(b"float alpha", b"int a").replace(b"alpha * acc", b"acc"))
     assert "its reads also use n and k, which" in invoke("suggest", "-v", "prose.cu").stdout
+
+
+TEMPLATE_ELSEWHERE = b"""template <typename T, int BM, int BN, int BK, bool SCALE>
+__global__ void gemm_tpl(int M, int N, int K, const T* A, const T* B, T* C) {
+  const int row = blockIdx.y * BM + threadIdx.y;
+  const int col = blockIdx.x * BN + threadIdx.x;
+  T acc = 0;
+  for (int k = 0; k < K; k += BK)
+    for (int kk = 0; kk < BK; ++kk)
+      acc += A[row * K + k + kk] * B[(k + kk) * N + col];
+  C[row * N + col] = SCALE ? 2 * acc : acc;
+}
+"""
+
+
+def test_a_template_instantiated_elsewhere_names_its_template_arguments_and_sizes_at_once(work):
+    """A template kernel no launch here instantiates: its arguments, the grid and the sizes its reads use are all
+    said on the first run, and given, they rank it on the next."""
+    (work / "tpl.cu").write_bytes(TEMPLATE_ELSEWHERE)
+    reason = invoke("suggest", "-v", "tpl.cu").stdout
+    assert "no launch in this file fixes the grid" in reason
+    assert ("no launch here gives its template arguments T, BM, BN, BK and SCALE, which --set gives as the program "
+            "instantiates it (--set T=float, say)") in reason
+    assert "its reads also use N and K, which --set gives" in reason
+    assert "said once they are given" not in reason and "size of T" not in reason
+    given = invoke("suggest", "tpl.cu", "--grid", "gemm_tpl=256,256", "--block", "gemm_tpl=16,16", "--set", "T=float",
+                   *[f"--set={n}" for n in ("BM=16", "BN=16", "BK=8", "SCALE=0", "N=4096", "K=4096")])
+    assert given.exit_code == 1 and len(suggestion_lines(given.stdout)) == 1
+    # a default is an argument: only the others are asked for; one given with --set is not asked for again
+    defaulted = TEMPLATE_ELSEWHERE.replace(b"bool SCALE>", b"bool SCALE = false>")
+    (work / "dflt.cu").write_bytes(defaulted)
+    assert "template arguments T, BM, BN and BK, which" in invoke("suggest", "-v", "dflt.cu").stdout
+    assert "template arguments BM, BN and BK, which" in invoke("suggest", "-v", "--set", "T=float", "dflt.cu").stdout
+    # where the stand-ins do not get the probe through, nothing more is promised
+    zero = TEMPLATE_ELSEWHERE.replace(b"blockIdx.y * BM", b"blockIdx.y * (BM / (BN - 16))")
+    (work / "zero.cu").write_bytes(zero)
+    said = invoke("suggest", "-v", "zero.cu").stdout
+    assert "what else its reads need is said once they are given" in said and "its reads also use" not in said

@@ -23,6 +23,7 @@ from swzc.analysis.hazards import (_BLOCK_INDEX_TEXT, _block_macros, _Broken, _h
 from swzc.analysis.launches import Site, integer_parameters, kernel_launches, launch_sites
 from swzc.analysis.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, LaunchFact
 from swzc.analysis.splice_safety import side_effect_in, splice_text
+from swzc.analysis.templates import TemplateParameter, template_parameters
 from swzc.frontend import queries
 from swzc.frontend.evaluate import Scope, Value
 from swzc.frontend.preprocess import Preprocessed
@@ -42,6 +43,15 @@ def integer_arguments(ctx: FileContext, kernel: KernelInfo) -> tuple[str, ...]:
     """The kernel's parameters of an integer type, by name; () where its definition is not in the file."""
     function = kernel_function(ctx, kernel)
     return integer_parameters(function) if function is not None else ()
+
+
+def open_template_parameters(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str]) -> list[TemplateParameter]:
+    """The kernel's template parameters that nothing here gives: no default, no --set (`user`) and no launch in the
+    file that fixes them (a kernel launched nowhere has none); in their declared order."""
+    function = kernel_function(ctx, kernel)
+    fixed = {name for launch in kernel.launches for name, _ in (*launch.bindings, *launch.type_args)}
+    return [p for p in (template_parameters(function) if function is not None else [])
+            if p.default is None and p.name not in user and p.name not in fixed]
 
 
 def relaunched(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str]) -> KernelInfo | None:

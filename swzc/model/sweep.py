@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from swzc.analysis.context import bindings_key
 from swzc.analysis.kernels import integer_arguments, relaunched
+from swzc.analysis.templates import TemplateParameter
 from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.calibration import Calibration
@@ -246,6 +247,13 @@ def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
             return []
         needed.append(min(spelled)[1])
     return []
+
+
+def template_stand_ins(params: Sequence[TemplateParameter]) -> dict[str, Value | str]:
+    """Arguments for template parameters nothing gives, with which a probe looks for what else the reads need
+    (`float` for a type, 1 for a bool, 16 for a number): never ranked from, and what they alone make unknown (a
+    division that is 0 at these values, say) is not said."""
+    return {p.name: "float" if p.kind == "type" else 1 if p.type == "bool" else 16 for p in params}
 
 
 def _probe(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | str], names: tuple[str, ...],

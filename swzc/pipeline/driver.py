@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from swzc.target import hw as hwmodels
 from swzc.frontend import source
-from swzc.analysis.kernels import analyze
+from swzc.analysis.kernels import analyze, open_template_parameters
 from swzc.analysis.records import FileAnalysis, KernelInfo, LaunchFact
 from swzc.verify.bench import Bencher, KernelBench, Size, SizedBencher
 from swzc.target.compile import CompileReport, compile_check
@@ -34,7 +34,7 @@ from swzc.verify.program import OriginalFailed, ProgramBench
 from swzc.formulas.prove import Proof, prove
 from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, Proposer, Tried, search
 from swzc.model.sweep import (kernel_at, measured_sizes, parameters_read, rank_over_launches, rank_over_sizes, sized_launch,
-                              unsized)
+                              template_stand_ins, unsized)
 from swzc.model.calibration import Calibration, calibrate
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, identity_order, rank, survey
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
@@ -325,11 +325,19 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
             return swept
         return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
     if isinstance(got, str) and sizes and got.startswith("no launch in this file fixes"):
-        found = unsized(ctx, kernel, hw, bindings)
-        needed = [] if found else parameters_read(ctx, kernel, hw, bindings)
-        if needed:  # said now, not after the --grid this asks for: one round, not two
-            names = ", ".join(needed[:-1]) + " and " + needed[-1] if len(needed) > 1 else needed[0]
-            got += f"; its reads also use {names}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
+        # said now, not after the --grid this asks for: one round, not two or more
+        open_ = open_template_parameters(ctx, kernel, bindings)
+        probing = {**bindings, **template_stand_ins(open_)}
+        found = unsized(ctx, kernel, hw, probing)
+        needed = [] if found else parameters_read(ctx, kernel, hw, probing)
+        if open_:  # what the probe found with stand-ins for them may be the stand-ins' doing: not said
+            first = open_[0]
+            got += (f"; no launch here gives its template arguments {_and(p.name for p in open_)}, which --set gives as "
+                    f"the program instantiates it (--set {first.name}={'float' if first.kind == 'type' else 128}, say)"
+                    f"{'; what else its reads need is said once they are given' if found else ''}")
+            found = ""
+        if needed:
+            got += f"; its reads also use {_and(needed)}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
         got = found or got
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
@@ -340,6 +348,12 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         if launch is None or launch.tiles is None or rows * cols != launch.tiles:
             return f"the L2 model does not follow the tile loop over {loop.var} (line {loop.line})"
     return got
+
+
+def _and(names: Iterable[str]) -> str:
+    """`A`, `A and B`, `A, B and C`."""
+    listed = list(names)
+    return ", ".join(listed[:-1]) + " and " + listed[-1] if len(listed) > 1 else "".join(listed)
 
 
 def _compiler(options: Options) -> tuple[bool, tuple[str, ...]]:

@@ -506,11 +506,16 @@ class Values:
                 raise _CannotFollow(f"loop over {name} without a `{name} < bound` condition")
             op = text(cond.child_by_field_name("operator"))
             left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-            if text(right) == name and text(left) != name:
+            if _counter_side(left, name) is None and _counter_side(right, name) is not None:
                 left, right, op = right, left, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
-            if text(left) != name or op not in ("<", "<=", ">", ">=", "!="):
+            side = _counter_side(left, name)
+            if side is None or op not in ("<", "<=", ">", ">=", "!="):
                 raise _CannotFollow(f"loop over {name} with the condition {_short(cond)}")
             bound = self.value(right, home, depth)
+            shift, sign = side  # `name + s < bound` is `name < bound - s`
+            if shift is not None:
+                moved = self.value(shift, home, depth)
+                bound = bound - moved if sign > 0 else bound + moved
             step = _step(loop.child_by_field_name("update"), name, self, home)
             if not step:
                 raise _CannotFollow(f"loop over {name} with a step the analysis cannot read")
@@ -523,6 +528,26 @@ class Values:
             self.sets.loops[symbol] = _Loop(start.local, bound.local, step, op, start.block,
                                        bool(start.block.terms) and not bound.block.terms)
         return self.sets.loops[symbol].block + Affine.of(1, symbol)
+
+
+def _counter_side(node: Node | None, name: str) -> tuple[Node | None, int] | None:
+    """Whether one side of a loop's condition is its counter: `name` (None, 1), `name + s` or `s + name` (s, 1),
+    `name - s` (s, -1); None for anything else."""
+    if node is None:
+        return None
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if text(node) == name:
+        return None, 1
+    if node.type != "binary_expression":
+        return None
+    op = text(node.child_by_field_name("operator"))
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if op in ("+", "-") and text(left) == name and not re.search(rf"\b{re.escape(name)}\b", text(right)):
+        return right, 1 if op == "+" else -1
+    if op == "+" and text(right) == name and not re.search(rf"\b{re.escape(name)}\b", text(left)):
+        return left, 1
+    return None
 
 
 def _step(update: Node | None, name: str, values: Values, home: _Ctx | None) -> int | None:
