@@ -39,7 +39,7 @@ DERIVED = {
 }
 
 KERNELS = ["naive_gemm", "smem_gemm", "wmma_gemm", "stencil2d", "transpose", "naive_gemm_8192", "gemm_bf16_wmma", "attention_decode",
-           "tiled_gemm", "async_gemm", "naive_gemm_32x8", "decoded_sgemm", "bf16_gemm_2d"]
+           "tiled_gemm", "async_gemm", "naive_gemm_32x8", "decoded_sgemm", "bf16_gemm_2d", "naive_gemm_rect", "smem_gemm_bf16"]
 CANDIDATES = [
     "identity",
     "colmajor",

@@ -77,12 +77,14 @@ from swzc.target.hw import HardwareModel
 EFFECTIVE = 0.8
 SOFTNESS = 0.25
 # The share of that capacity the model lets distinct data use at the home level (what DRAM is read for); the
-# rest would be taken by near-partition copies.  1: none.  bench/l2/fit.py --dram fits it against ncu's DRAM
-# bytes (bench/results/l2_fit_dram_h200.json); the ranking keeps 1 until that fit holds on held-out kernels.
-UNIQUE = 1.0
+# rest is taken by near-partition copies of data homed in the other one.  Fitted against ncu's DRAM bytes on
+# the same half of the H200's kernels as IN_STEP and MERGED (bench/l2/fit.py --dram,
+# bench/results/l2_fit_dram_h200.json), then checked on kernels measured after the fit (bench/l2/README.md).
+UNIQUE = 0.7
 # Fitted by bench/l2/fit.py on half of the measured kernels (the other half held out): the share of reuses
-# between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.
-IN_STEP = 0.7
+# between co-resident blocks that happen in step, and the share of those the L2 request coalescer merges.  With
+# UNIQUE above, each fit gives the other's value again (bench/l2/README.md).
+IN_STEP = 0.8
 MERGED = 0.1
 # The near copy is looked for among this many earlier readers of the same data (the last one stands for all
 # those further back: with two partitions the first four cover 15/16 of the chance).  1 would take the copy
