@@ -44,8 +44,8 @@ void run(float* A, float* B, float* C, int m) {
 # within 3 points of the best, so the order a GPU times them in is the ranking's)
 ABOVE_IDENTITY = ["serpentine:64", "grouped:64", "grouped:48", "serpentine:32", "grouped:32", "grouped:24", "serpentine:16",
                   "grouped:96", "grouped:16", "hilbert:16", "morton:16", "grouped:12", "serpentine:8", "grouped:8",
-                  "hilbert:8", "morton:8", "grouped:128", "serpentine:4", "grouped:6", "grouped:192", "morton:4", "hilbert:4",
-                  "grouped:4", "serpentine:2", "grouped:3", "grouped:2"]
+                  "hilbert:8", "morton:8", "grouped:6", "serpentine:4", "grouped:128", "morton:4", "hilbert:4", "grouped:4",
+                  "serpentine:2", "grouped:3", "grouped:192", "grouped:2"]
 FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilbert:4", "grouped:16", "grouped:64"]
 
 
@@ -112,14 +112,14 @@ def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_o
     result = run({"max_iterations": 30})
     assert set(asked) == {"gemm", "open_grid"}  # scale: the model sees no gain; synced: refused
     assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY  # never identity, nor what only ties it
-    assert all(rate is not None and rate > 59.2 for _, rate in asked["gemm"]["candidates"])
+    assert all(rate is not None and rate > 62.0 for _, rate in asked["gemm"]["candidates"])
     assert asked["open_grid"]["candidates"] == [(name, None) for name in FAMILY]
     assert result.benchmarked and [b.kernel for b in result.bench] == ["gemm", "open_grid"]
     kernels = outcomes(result)
     assert kernels["gemm"].status == "rewritten" and kernels["gemm"].swizzle == "grouped:2"
     assert kernels["gemm"].chosen_by == "measured gemm"
     assert kernels["open_grid"].status == "rewritten" and kernels["open_grid"].swizzle == "grouped:64"
-    assert kernels["scale"].status == "declined" and "no candidate raises the predicted L2 hit rate" in kernels["scale"].reason
+    assert kernels["scale"].status == "declined" and "1D grid with no tile decode" in kernels["scale"].reason  # never modelled
     assert kernels["synced"].status == "refused"
     assert b"swzc_grouped2_2d" in result.new and b"swzc_grouped64_2d" in result.new
 
@@ -237,9 +237,9 @@ def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_
 
 
 
-@pytest.mark.parametrize("observed", [None, Observed(spread=0.0, running=2112)], ids=["as ranked", "calibrated"])
+@pytest.mark.parametrize("observed", [None, Observed(spread=0.0, running=4224)], ids=["as ranked", "calibrated"])
 def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orders(monkeypatch, observed):
-    """Calibrated (crisp waves, twice the blocks at once the model's default gives), the crossover moves: the loop
+    """Calibrated (crisp waves, four times the blocks at once the model's default gives), the crossover moves: the loop
     measures at the sizes that span the new gate."""
     asked = {} if observed is None else {"observed": observed}
 
@@ -292,7 +292,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     (outcome,) = result.outcomes
     assert outcome.status == "rewritten" and outcome.swizzle == asked["candidates"][0]
     assert asked["calibrated"] is False  # not staged: no coalescer's share to measure
-    assert gate == (36864 if observed is None else 65536)  # the sizes span the gate (above), the calibrated one too
+    assert gate == (36864 if observed is None else 147456)  # the sizes span the gate (above), the calibrated one too
     assert (asked["sizes"] == asked["first_sizes"]) is (observed is None)
 
 

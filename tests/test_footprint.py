@@ -686,6 +686,29 @@ int main() { scatter<<<dim3(128, 128), dim3(16, 16)>>>(0, 0, 0); }""")
     assert ranking.footprint.unknown == (UnknownAccess(7, "y", "write", ranking.footprint.unknown[0].why),)
 
 
+def test_kernels_of_one_shape_each_name_their_own_unknown_writes():
+    """Two kernels whose reads have one shape share the model's numbers, not the reason that names a write's line."""
+    src = load_bytes("t.cu", b"""#define N 2048
+__global__ void first(const float* x, const int* idx, float* y) {
+  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  float s = 0.0f;
+  for (int k = 0; k < N; ++k) s += x[r * N + k] * x[k * N + c];
+  y[idx[r * N + c]] = s;
+}
+__global__ void second(const float* x, const int* idx, float* y) {
+  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  float s = 0.0f;
+  for (int k = 0; k < N; ++k) s += x[r * N + k] * x[k * N + c];
+  float t = s * 2.0f;
+  y[idx[r * N + c]] = t;
+}
+int main() { first<<<dim3(128, 128), dim3(16, 16)>>>(0, 0, 0); second<<<dim3(128, 128), dim3(16, 16)>>>(0, 0, 0); }""")
+    ctx = FileContext(src)
+    one, two = (rank(ctx, k, H200) for k in analyze(ctx).kernels)
+    assert "writes not modelled: line 6: y:" in one.reason and "writes not modelled: line 13: y:" in two.reason
+    assert [p.l2_hit_rate for p in one.predictions] == [p.l2_hit_rate for p in two.predictions]
+
+
 # ---- tile loops ---------------------------------------------------------------------------------------------------
 
 PERSISTENT = """

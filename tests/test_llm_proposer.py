@@ -122,13 +122,13 @@ def test_under_both_a_failed_llm_leaves_the_built_in_choice(gemm):
     assert kernel["status"] == "rewritten" and not kernel["swizzle"].startswith("custom:")
     # and it says so: in the JSON (a field of its own, and a note), on stderr, and as a note in the summary
     assert "500" in doc["llm_failure"]
-    assert any(n.startswith("the LLM was given up after a failed request (") and "500" in n for n in doc["notes"])
+    assert any(n.startswith("the LLM was not used: a request failed (") and "500" in n for n in doc["notes"])
     for quiet in ([], ["-q"]):
         with serve([Status(500, "overloaded")]) as server:
             text = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url",
                                              server.base_url, "--llm-retries", "0", "--no-compile", *quiet])
-        assert text.stderr.startswith("swzc: note: the LLM was given up after a failed request (")
-        assert ("  note: the LLM was given up" in text.stdout) == (not quiet)
+        assert text.stderr.startswith("swzc: note: the LLM was not used: a request failed (")
+        assert ("  note: the LLM was not used" in text.stdout) == (not quiet)
 
 
 def test_under_llm_a_pick_the_family_beats_says_so(gemm):
@@ -137,7 +137,7 @@ def test_under_llm_a_pick_the_family_beats_says_so(gemm):
         result = rewrite(server.base_url, "--max-iterations", "1", "--no-compile", "--json")
     kernel = json.loads(result.stdout)["kernels"][0]
     assert kernel["status"] == "rewritten" and kernel["swizzle"].startswith("custom:grouped-8#")
-    assert "the built-in family's best, serpentine:64, is predicted higher, at 98.3 %" in kernel["chosen_by"]
+    assert "the built-in family's best, serpentine:64, is predicted higher, at 98.2 %" in kernel["chosen_by"]
 
 
 def test_under_both_the_llm_must_beat_the_family_s_best(gemm):
@@ -204,7 +204,7 @@ def test_without_a_gpu_a_body_that_gains_less_than_the_margin_is_declined(gemm):
         result = rewrite(server.base_url, "--max-iterations", "1", "--no-compile", "--json")
     (kernel,) = json.loads(result.stdout)["kernels"]
     assert result.exit_code == 1 and kernel["status"] == "declined"
-    assert kernel["reason"].startswith("no LLM candidate beats identity (59.2 %) by 5 points in the L2 model: best custom:mirror#")
+    assert kernel["reason"].startswith("no LLM candidate beats identity (62.0 %) by 5 points in the L2 model: best custom:mirror#")
 
 
 def test_a_kernel_sized_at_run_time_is_not_asked_of_the_llm_and_says_so(gemm):

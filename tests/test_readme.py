@@ -48,14 +48,18 @@ def test_each_command_the_readme_shows_prints_what_it_shows(tmp_path, monkeypatc
     assert result.stdout.rstrip("\n").split("\n") == shown
 
 
-def test_the_runtime_sized_example_gets_the_gated_order_the_readme_names(tmp_path, monkeypatch):
-    said = re.search(r"`swzc suggest examples/decoded_gemm\.cu` gives `([^`]+)`", README)
+def test_the_runtime_sized_example_gets_the_order_the_readme_names(tmp_path, monkeypatch):
+    said = re.search(r"`swzc suggest examples/decoded_gemm\.cu` gives `([^`]+)`, [^.]*?from\s+the smallest, ([\d,]+), up, "
+                     r"so it carries no gate", README)
     assert said is not None
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["suggest", "examples/decoded_gemm.cu"])
     assert f": kernel gemm_decoded: {said.group(1)} predicted L2 hits " in result.stdout
-    assert "(at n = 8192, the largest size swept; the kernel's own order under 4,096 tiles)" in result.stdout
+    assert "(at n = 8192, the largest size swept); apply" in result.stdout  # no gate: no size keeps the kernel's order
+    analysed = CliRunner().invoke(main, ["analyze", "examples/decoded_gemm.cu"]).stdout
+    first = re.search(r"sizes \(n\), predicted, not measured:\n.*\n\s+(\d+)\s", analysed)
+    assert first is not None and int(first.group(1)) == int(said.group(2).replace(",", ""))
 
 
 @pytest.mark.parametrize("body", [b for lang, b in BLOCKS if lang == "toml"])

@@ -629,3 +629,17 @@ def test_fixes_that_do_not_add_up_to_the_rewrite_are_an_internal_error(tmp_path)
     broken = replace(result, library=Edit(result.library.start, result.library.end, b"// not the library\n"))
     with pytest.raises(SwzcError, match="do not add up to its rewrite"):
         findings_from(broken)
+
+
+def test_folders_with_no_source_file_are_an_empty_review(tmp_path, monkeypatch):
+    """As suggest says nothing to fix: a folder with no .cu, .cuh or .hip file gives an empty report (a note on
+    stderr, exit 0), in every format."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    runner = CliRunner()
+    for fmt in ("sarif", "rdjson", "github", "patch"):
+        result = runner.invoke(main, ["review", "empty", "--format", fmt, "-o", f"out.{fmt}"])
+        assert result.exit_code == 0 and "no .cu, .cuh or .hip file under empty" in result.stderr, result.output
+    assert json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"] == []
+    assert json.loads((tmp_path / "out.rdjson").read_text())["diagnostics"] == []
+    assert (tmp_path / "out.patch").read_text() == ""

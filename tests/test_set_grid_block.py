@@ -24,11 +24,33 @@ def test_set_reads_integers_in_any_base_floats_and_type_names():
     ("N=1e999", "must be a finite number"),
     ("N=4 4", "must be a number or a type name"),
     ("N=(4)", "must be a number or a type name"),
+    ("dims.w=4", "expected NAME=VALUE"),
+    ("dims.x=float", "a field (dims.x) takes an integer"),
 ])
 def test_set_refuses_what_is_neither_a_number_nor_a_type(pair, message):
     with pytest.raises(SwzcError) as caught:
         parse_bindings([pair])
     assert message in caught.value.message and repr(pair) in caught.value.message
+
+
+def test_set_gives_the_fields_of_a_dim3_or_vector_the_reasons_name(tmp_path):
+    """`dims.x is not known` is answered with --set dims.x=…: the fields given, the others 1; and it ranks."""
+    assert parse_bindings(["dims.x=4096", "dims.y=0x800", "N=3"]) == {"dims": (4096, 2048, 1), "N": 3}
+    with pytest.raises(SwzcError, match="both given"):
+        parse_bindings(["dims=4", "dims.x=4096"])
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    path = tmp_path / "conv.cu"
+    path.write_text("__global__ void conv(const float* in, float* out, uint2 dims) {\n"
+                    "  const unsigned x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;\n"
+                    "  out[y * dims.x + x] = in[x * dims.x + y];\n}\n")
+    said = CliRunner().invoke(main, ["suggest", "-v", str(path), "--grid", "conv=256,256", "--block", "conv=16,16"]).stdout
+    assert "dims.x" in said and "unranked" in said
+    given = CliRunner().invoke(main, ["suggest", "-v", str(path), "--grid", "conv=256,256", "--block", "conv=16,16",
+                                      "--set", "dims.x=4096"]).stdout
+    assert "unranked" not in given and "kernel conv:" in given
 
 
 def test_grid_and_block_fill_the_missing_axes_with_one():
@@ -110,3 +132,27 @@ def test_a_size_not_known_is_named_with_the_option_that_gives_it(tmp_path):
     said = reason()
     assert "the launch at line 5: its block (dim3(n, n)) is not fixed by the file" in said and "--block tr=X,Y" in said
     assert "grid" not in said.split("(use --set")[0]  # the grid is fixed
+
+
+def test_set_binds_only_what_the_file_leaves_open_where_a_launch_is(tmp_path):
+    """A launching function's parameter that it sets itself before the launch (`bs = 16;`) runs with the file's
+    value there, whatever --set says; --set still gives it where the file leaves it open."""
+    import json
+
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(const float* A, float* C, int n) {\n"
+                    "  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n"
+                    "  float s = 0.0f;\n"
+                    "  for (int i = 0; i < n; ++i) s += A[r * n + i] * A[i * n + c];\n"
+                    "  C[r * n + c] = s;\n}\n"
+                    "void fixed(const float* A, float* C, int n, int bs) {\n  bs = 16;\n"
+                    "  k<<<dim3(n / bs, n / bs), dim3(bs, bs)>>>(A, C, n);\n}\n"
+                    "void open(const float* A, float* C, int n, int bs) {\n"
+                    "  k<<<dim3(n / bs, n / bs), dim3(bs, bs)>>>(A, C, 1024);\n}\n")
+    result = CliRunner().invoke(main, ["analyze", str(path), "--no-compile", "--json", "--set", "n=4096", "--set", "bs=32"])
+    launches = json.loads(result.stdout)["kernels"][0]["launches"]
+    assert [launch["grid_value"] for launch in launches] == [[256, 256, 1], [128, 128, 1]]

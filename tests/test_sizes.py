@@ -335,6 +335,13 @@ def test_a_block_set_at_run_time_is_given_a_stated_value(tmp_path):
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, Ranking) and got.sweep.assumed == (("bs", 16),)
     assert got.footprint.block == (16, 16, 1) and "ranked with bs = 16, a 16x16x1 block" in got.reason
+    # and suggest's one line says so beside the size its figures are at
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    said = CliRunner().invoke(main, ["suggest", "--hw", "h100", ctx.src.path]).stdout
+    assert "the largest size swept; its block taken as bs = 16" in said, said
     # given by the user, it is not assumed
     analysis = analyze(ctx, {"bs": 32})
     got = rank_kernels(ctx, analysis, load_hw("h100"), {"bs": 32})[0]
@@ -513,7 +520,7 @@ def test_a_kernel_launched_nowhere_whose_reads_the_model_follows_asks_for_its_gr
     text = GATHER.replace("a[idx[row * n + col]]", "a[col * n + row]")
     ctx, analysis = _ctx(tmp_path, text)
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
-    assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (give it with --grid gather=")
+    assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid gather=")
 
 
 def test_a_block_that_names_nothing_swzc_evaluates_is_said_to_be_the_block(tmp_path):

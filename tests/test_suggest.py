@@ -683,11 +683,14 @@ def test_the_unranked_hint_puts_a_missing_header_first_and_a_missing_folder_is_a
     folder that does not exist is a note."""
     (work / "unranked.cu").write_bytes(b'#include "sizes.h"\n#include "cuda_fp16.h"\n' + UNRANKED)
     run = invoke("suggest", "unranked.cu")
-    assert "1 header(s) they include were not found: -I adds their folders" in run.stderr
+    assert '1 header(s) they include were not found ("sizes.h"): -I adds their folders' in run.stderr
     plain = invoke("suggest", "gemm.cu")
     assert "header" not in plain.stderr
     verbose = invoke("suggest", "-v", "unranked.cu", "-I", "nowhere")
     assert 'header "sizes.h"' in verbose.stdout and "cuda_fp16.h" not in verbose.stdout
+    assert "not found next to it or in the -I folders;" in verbose.stdout and "block index (-I adds its folder)" in verbose.stdout
+    assert "swzc: note: -I nowhere: no such folder" in invoke("suggest", "unranked.cu", "-I", "nowhere").stderr  # said by default
+    assert "no such folder" not in invoke("suggest", "-q", "unranked.cu", "-I", "nowhere").stderr
     assert "unranked.cu: note: -I nowhere: no such folder" in verbose.stdout
 
 
@@ -768,6 +771,10 @@ def test_a_kernel_launched_elsewhere_names_every_parameter_its_reads_need_at_onc
     reason = invoke("suggest", "-v", "ext.cu").stdout
     assert "no launch in this file fixes the grid" in reason
     assert "its reads also use n and k, which --set gives (--set n=4096, say): --grid alone does not rank it" in reason
+    # the grid alone: the reason names the sizes, and so does the command that would settle it, which needs no GPU
+    gridded = invoke("suggest", "-v", "ext.cu", "--grid", "gemm_ext=256,256", "--block", "gemm_ext=16,16").stdout
+    assert "To choose: swzc rewrite ext.cu --set k=VALUE --set n=VALUE (the values the program runs with)" in gridded
+    assert "--bench" not in gridded
     given = invoke("suggest", "ext.cu", "--grid", "gemm_ext=256,256", "--block", "gemm_ext=16,16", "--set", "n=4096",
                    "--set", "k=4096")
     assert given.exit_code == 1 and len(suggestion_lines(given.stdout)) == 1
@@ -803,6 +810,16 @@ def test_a_template_instantiated_elsewhere_names_its_template_arguments_and_size
             "instantiates it (--set T=float, say)") in reason
     assert "its reads also use N and K, which --set gives" in reason
     assert "said once they are given" not in reason and "size of T" not in reason
+    assert ("To choose: swzc rewrite tpl.cu --grid gemm_tpl=X,Y --block gemm_tpl=X,Y --set T=VALUE --set BM=VALUE --set BN=VALUE "
+            "--set BK=VALUE --set SCALE=VALUE --set N=VALUE --set K=VALUE (or --bench-cmd") in reason
+    assert "it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y)" in reason
+    assert "or the sizes with --set" not in reason
+    # a launch through a pointer is pointed at: the kernel is launched, but not by its name
+    (work / "ptr.cu").write_bytes(TEMPLATE_ELSEWHERE + b"void run(void (*k)(int, int, int, const float*, const float*, float*)) {\n"
+                                  b"  k<<<dim3(64, 64), dim3(16, 16)>>>(1, 2, 3, 0, 0, 0);\n}\n")
+    pointed = invoke("suggest", "-v", "ptr.cu").stdout
+    assert ("it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y; line 12 launches k, which is no "
+            "function of this file: a kernel pointer, which swzc does not follow)") in pointed
     given = invoke("suggest", "tpl.cu", "--grid", "gemm_tpl=256,256", "--block", "gemm_tpl=16,16", "--set", "T=float",
                    *[f"--set={n}" for n in ("BM=16", "BN=16", "BK=8", "SCALE=0", "N=4096", "K=4096")])
     assert given.exit_code == 1 and len(suggestion_lines(given.stdout)) == 1
@@ -816,3 +833,19 @@ def test_a_template_instantiated_elsewhere_names_its_template_arguments_and_size
     (work / "zero.cu").write_bytes(zero)
     said = invoke("suggest", "-v", "zero.cu").stdout
     assert "what else its reads need is said once they are given" in said and "its reads also use" not in said
+
+
+def test_a_kernel_the_family_has_no_order_for_is_declined_without_modelling_it(work, monkeypatch):
+    """A 1D grid with no tile decode on a GPU of one L2 is declined whatever the model says: its footprint is never
+    worked out (that cost seconds on large kernels), while `analyze` still models it."""
+    from swzc.model import rank as rank_module
+
+    (work / "oned.cu").write_bytes(b"__global__ void scale(float* x, const float* y, int n) {\n"
+                                   b"  int i = blockIdx.x * 256 + threadIdx.x;\n  if (i < n) x[i] = 2.0f * y[i];\n}\n"
+                                   b"void run(float* x, const float* y) { scale<<<4096, 256>>>(x, y, 1 << 20); }\n")
+    modelled = []
+    real = rank_module.footprint
+    monkeypatch.setattr(rank_module, "footprint", lambda *a, **k: modelled.append(1) or real(*a, **k))
+    said = invoke("suggest", "-v", "oned.cu").stdout
+    assert "declined: 1D grid with no tile decode" in said and not modelled
+    assert invoke("analyze", "oned.cu").exit_code in (0, 1) and modelled

@@ -45,6 +45,18 @@ def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Coll
     return sites
 
 
+def launches_by_pointer(found: list[dict[str, list[Node]]], functions: Collection[str]) -> list[tuple[int, str]]:
+    """(line, callee) of the `<<<…>>>` launches whose callee names none of `functions` (the file's): a kernel
+    launched through a pointer (`kernel<<<grid, block>>>(…)` with `kernel` a variable), or one defined elsewhere."""
+    seen = []
+    for captures in found:
+        if "config" in captures and "kernel" in captures:
+            callee = text(_kernel_ref(captures["kernel"][0])[0]).split("::")[-1].strip()
+            if callee not in functions:
+                seen.append((_line(captures["launch"][0]), callee))
+    return sorted(set(seen))
+
+
 def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], scope: Scope, divisor: Node | None,
                     loop: TileLoop | None, facts: tuple[LaunchFact, ...] | None) -> list[Launch]:
     """The launches of the kernel `function` defines: each with the (template) parameters it binds, the types

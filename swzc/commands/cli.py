@@ -170,7 +170,7 @@ def _options_after_command(group: click.Group, ctx: click.Context, args: list[st
 hw_option = click.option("--hw", "hw_name", default="h200", show_default=True, metavar="NAME",
                          help=f"Hardware model ({', '.join(hwmodels.available())}).")
 set_option = click.option("--set", "bindings", multiple=True, metavar="NAME=VALUE",
-                          help="Bind a macro, constant or kernel parameter the file leaves open (repeatable).")
+                          help="Bind a macro, constant or kernel parameter the file leaves open, or a field of one (dims.x=4096) (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 max_bytes_option = click.option("--max-bytes", type=click.IntRange(1), default=DEFAULT_MAX_BYTES, show_default=True,
                                 metavar="N", help="Refuse input files larger than this.")

@@ -9,6 +9,7 @@ Click only: the findings and every format are swzc.report's (findings, emitters)
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,7 +89,7 @@ Exit codes:
               help="Compile each rewritten file with nvcc/hipcc as `rewrite` does (off: review builds nothing it reads).")
 @max_bytes_option
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="FILEs analysed at once, each on a worker process of its own; the review is the same, in the same order.")
+              help="FILEs analysed at once (this process and N - 1 workers, the largest first); the review is the same, in the same order.")
 @verbosity_options
 @guarded
 def command(files: tuple[str, ...], output_format: str, output: str | None, diff_base: str | None, hw_name: str,
@@ -98,9 +99,11 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     if diff_base is not None and output_format != "github":
         raise SwzcError("--diff-base goes with --format github")
     target = Output("-o", output) if output and output != STDOUT else None
-    files = source_files(files)  # each file once, whatever name it is given by
-    if not files:
+    given, files = files, source_files(files)  # each file once, whatever name it is given by
+    if not files and not (given and all(os.path.isdir(d) for d in given)):
         raise SwzcError("no .cu, .cuh or .hip file in FILES (a folder is searched for them)")
+    if not files:  # only folders, none holding a source file: an empty review, as suggest says nothing to fix
+        clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(given)}", err=True, kind="note")
     for file in files:
         outputs.check(file, [target] if target else [])
     load_hw(hw_name)  # the command line's own errors first: exit 2 before any FILE
@@ -144,7 +147,7 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     text = emitters.render(output_format, results, changed if diff_base is not None else None, refusals)
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
     if target:  # checked against every FILE before any work; write_together checks it once more against the first
-        outputs.write_together(files[0], [(target, data)])
+        outputs.write_together(files[0] if files else None, [(target, data)])
     else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
         clean.write_exact(data)
     sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)

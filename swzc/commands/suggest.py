@@ -22,7 +22,7 @@ from swzc.commands.cli import (build_options, each_file, guarded, hw_option, jso
                                results_cache, set_option, verbosity, verbosity_options)
 from swzc.core import clean
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts, unspelled_note
-from swzc.pipeline.reading import source_files
+from swzc.pipeline.reading import NO_SUCH_FOLDER, source_files
 from swzc.report import suggest as suggest_report
 from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_files
 
@@ -69,7 +69,7 @@ Exit codes:
 @max_bytes_option
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are suggestions (bad input and failed checks still exit 2 and 3).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="FILEs analysed at once, each on a worker process of its own; the output is the same, in the same order.")
+              help="FILEs analysed at once (this process and N - 1 workers, the largest first); the output is the same, in the same order.")
 @json_option
 @verbosity_options
 @guarded
@@ -135,6 +135,10 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     unspelled = [name for name in settings.bound if read and all(unspelled_note(name) in r.notes for r in read)]
     if unspelled and not quiet:  # a typo is the likeliest: it binds nothing, and the apply command repeats it
         clean.echo(f"swzc: note: --set {', '.join(unspelled)}: no FILE (nor a header one reads) names it", err=True, kind="note")
+    folders = list(dict.fromkeys(n for r in read for n in r.notes if NO_SUCH_FOLDER.match(n)))
+    if folders and not quiet and not verbose:  # a typo in -I hides every header there: said once, whatever else is
+        for note in folders:
+            clean.echo(f"swzc: note: {note}", err=True, kind="note")
     hint = suggest_report.unranked_hint(reports)
     if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
         clean.echo(f"swzc: note: {hint}", err=True, kind="note")

@@ -163,7 +163,10 @@ class Scope:
 
     def find(self, name: str) -> Node | Value | Dim3 | Macro | None:
         if name in self.user:
-            return self.user[name]
+            # a number the file writes for it where it is used (`bs = 16;` before a launch, a literal argument)
+            # is what runs there: --set binds only what the file leaves open
+            written = self._written_locally(name)
+            return written if written is not None else self.user[name]
         scope: Scope | None = self
         while scope is not None:
             if name in scope.names:
@@ -172,6 +175,20 @@ class Scope:
         if name in self.macros:
             return self.macros[name]
         return self.helpers.get(name)
+
+
+    def _written_locally(self, name: str) -> Node | Value | None:
+        """The number a scope below the file's (a function's locals, a launch's arguments) gives `name`, if it
+        gives a literal one."""
+        scope: Scope | None = self
+        while scope is not None and scope.parent is not None:
+            if name in scope.names:
+                found = scope.names[name]
+                if isinstance(found, (int, float)) and not isinstance(found, bool):
+                    return found
+                return found if isinstance(found, Node) and found.type == "number_literal" else None
+            scope = scope.parent
+        return None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -248,7 +248,8 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     path = _find_header(spelled, folder, state.context.include_dirs)
     if path is None:
         if not system_header(spelled):  # `#include "cuda_fp16.h"`: the toolkit's, found by the compiler on its own
-            state.notes.append(_not_found(f'"{spelled}"', where, ""))
+            state.notes.append(_not_found(f'"{spelled}"', where, f" next to it or in the -I folders{'' if state.context.include_dirs else ' (none given)'}",
+                                          " (-I adds its folder)"))
         return
     if path in stack:
         state.notes.append(f"header \"{spelled}\" includes itself through {' -> '.join(_short(p) for p in stack[stack.index(path):])}; not followed again")
@@ -278,7 +279,7 @@ def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State,
                                       " (-I adds its folder)"))
 
 
-HEADER_NOT_FOUND = re.compile(r"^header .* not found")  # how `_not_found`'s notes read, for a report to count them
+HEADER_NOT_FOUND = re.compile(r"^header (\"[^\"]*\"|<[^>]*>) .* not found")  # `_not_found`'s notes, for a report to name them
 
 
 def _not_found(shown: str, where: str, searched: str, hint: str = "") -> str:

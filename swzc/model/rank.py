@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from swzc.analysis.kernels import kernel_function
+from swzc.analysis.launches import launches_by_pointer
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
 from swzc.core.memo import Memo
@@ -201,7 +202,8 @@ def rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[
         resident = calibration.resident
     divisor = fp.divisor
     specs = specs if specs is not None else candidates(fp.adapter, fp.tiles, hw)
-    key = (_shape_key(fp), fp.adapter, divisor, hw, tuple(specs), resident, calibration)
+    # the unknown accesses by line and reason: a ranking's reason names them (the numbers do not depend on them)
+    key = (_shape_key(fp), tuple(map(str, fp.unknown)), fp.adapter, divisor, hw, tuple(specs), resident, calibration)
     if key in ctx.rankings:  # a kernel of the same shape was ranked already: the same numbers
         return replace(ctx.rankings[key], footprint=fp, residency=running)
     ranking = ctx.rankings[key] = replace(_rank(fp, fp.adapter, divisor, hw, specs, resident, orders, calibration,
@@ -219,8 +221,13 @@ def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappin
     index = next((i for i, la in enumerate(kernel.launches) if la.grid is not None), None)
     if index is None:
         seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
-        return (f"no launch in this file fixes the grid ({seen + '; ' if seen else ''}give it with --grid {kernel.name}=X,Y, "
-                "or the sizes with --set)")
+        if not seen:  # launched nowhere here: no size given with --set can make a grid
+            pointers = launches_by_pointer(ctx.matches("launches"), {name for name, _ in ctx.definitions()})
+            through = (f"; line {pointers[0][0]} launches {pointers[0][1]}, which is no function of this file: a kernel "
+                       "pointer, which swzc does not follow" if pointers else "")
+            return (f"no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid "
+                    f"{kernel.name}=X,Y{through})")
+        return f"no launch in this file fixes the grid ({seen}; give it with --grid {kernel.name}=X,Y, or the sizes with --set)"
     fp = _footprint(ctx, kernel, index, user)
     if isinstance(fp, str):
         return fp

@@ -162,13 +162,23 @@ _TYPE_NAME = re.compile(r"[A-Za-z_][\w:]*(?:\s*<[\w\s:,<>]*>)?(?:\s+[A-Za-z_][\w
 
 
 def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]:
-    """--set NAME=VALUE: VALUE an integer, a float, or a type name (`DATA_TYPE=float`, `T=unsigned int`)."""
+    """--set NAME=VALUE: VALUE an integer, a float, or a type name (`DATA_TYPE=float`, `T=unsigned int`); NAME.x,
+    NAME.y or NAME.z=INTEGER one field of a dim3 or vector (`dims.x=4096`), the fields not given 1."""
     bound: dict[str, Value | str] = {}
+    fields: dict[str, list[int]] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         name, value = name.strip(), value.strip()
+        base, dot, axis = name.partition(".")
+        if sep and dot and base.isidentifier() and axis in ("x", "y", "z"):
+            try:
+                number = int(value, 0)
+            except ValueError:
+                raise SwzcError(f"--set {pair!r}: a field ({name}) takes an integer") from None
+            fields.setdefault(base, [1, 1, 1])["xyz".index(axis)] = number
+            continue
         if not sep or not name.isidentifier():
-            raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096 or --set DATA_TYPE=float")
+            raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096, --set DATA_TYPE=float or --set dims.x=4096")
         try:
             bound[name] = int(value, 0)
             continue
@@ -184,6 +194,10 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]
         if not math.isfinite(number):
             raise SwzcError(f"--set {pair!r}: VALUE must be a finite number")
         bound[name] = number
+    for base, values in fields.items():
+        if base in bound:
+            raise SwzcError(f"--set {base}=… and --set {base}.x/.y/.z=… both given: one or the other")
+        bound[base] = tuple(values)  # type: ignore[assignment]  # as a sweep binds a dim3 (swzc.model.rank.size_bindings)
     return bound
 
 
@@ -303,13 +317,16 @@ def _check_bindings(ctx: FileContext, analysis: FileAnalysis, bindings: Mapping[
 
 
 def rank_kernels(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, bindings: Mapping[str, Value],
-                 compiler: bool = False, flags: tuple[str, ...] = (), sizes: bool = True) -> dict[int, Ranking | str]:
+                 compiler: bool = False, flags: tuple[str, ...] = (), sizes: bool = True, choosing: bool = False
+                 ) -> dict[int, Ranking | str]:
     """The L2 model's ranking for every kernel that could be swizzled (a reason string where it cannot rank).
 
     `compiler`: the blocks resident at once come from compiling the file with `flags` (never running it).
-    `sizes`: a kernel whose grid the file sets at run time is ranked over a sweep of sizes (swzc.model.sweep)."""
+    `sizes`: a kernel whose grid the file sets at run time is ranked over a sweep of sizes (swzc.model.sweep).
+    `choosing`: only the kernels the family has an order for, where a ranking only chooses (a 1D grid with no
+    tile decode on a GPU of one L2 is declined whatever the model says: not modelled for nothing)."""
     return {i: _rank(ctx, k, hw, bindings, compiler, flags, sizes) for i, k in enumerate(analysis.kernels)
-            if block_swizzle.refusal(analysis, i) is None}
+            if block_swizzle.refusal(analysis, i) is None and (not choosing or block_swizzle.family(k, hw))}
 
 
 def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Mapping[str, Value],
@@ -339,6 +356,11 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         if needed:
             got += f"; its reads also use {_and(needed)}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
         got = found or got
+    elif isinstance(got, str) and sizes and "is a kernel parameter the launch does not fix (use --set)" in got:
+        named = set(re.findall(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix", got))
+        more = [n for n in parameters_read(ctx, kernel, hw, bindings) if n not in named]
+        if more:  # the reads name the first each stops at: said now, not one run later
+            got += f"; its reads also use {_and(more)}, which --set gives"
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -403,7 +425,7 @@ def rewrite_file(path: str, options: Options) -> RewriteResult:
 
 def llm_note(failure: str) -> str:
     """The note on an LLM given up under --proposer both."""
-    return f"the LLM was given up after a failed request ({failure}); the built-in family's candidates were used alone"
+    return f"the LLM was not used: a request failed ({failure}); the built-in family's candidates were used alone"
 
 
 def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Options,
@@ -418,8 +440,8 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         analysis, observed = with_observed_launches(ctx, analysis, options.program)
     # a kernel sized at run time is ranked over a sweep and measured at several of its sizes on the generated
     # harness; the user's own program runs at the sizes it chooses
-    ranked = (rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=options.program is None)
-              if options.swizzle is None and not options.pinned else {})
+    ranked = (rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), sizes=options.program is None,
+                           choosing=True) if options.swizzle is None and not options.pinned else {})
     chosen: dict[int, Formula] = {}
     declined: dict[int, str] = {}
     notes: dict[int, str] = {}
@@ -670,7 +692,8 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
     if plan.ranked is not None:
         ranked = plan.ranked
     else:
-        ranked = rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options)) if options.swizzle is None and not selecting else {}
+        ranked = (rank_kernels(ctx, analysis, options.hw, options.bindings, *_compiler(options), choosing=True)
+                  if options.swizzle is None and not selecting else {})
     for index in range(len(analysis.kernels)):
         if index in plan.declined:
             decisions[index] = Decision(index, "declined", plan.declined[index])
@@ -752,6 +775,19 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
                          syntax_errors=src.errors, notes=analysis.notes, fixes=fixes, library=edits[-1] if edits else None)
 
 
+# The names a reason asks --set for, in the words the reasons use (swzc.model.footprint's unknown parameters,
+# `_rank`'s template arguments and the parameters its reads also use).
+_SET_NAMES = (re.compile(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix \(use --set\)"),
+              re.compile(r"(?:its template arguments|its reads also use) ([\w, ]+?), which --set gives"))
+
+
+def _named_for_set(reason: str) -> list[str]:
+    """The names a reason says --set gives, in the order it names them, each once."""
+    found = [(m.start(), i, name) for pattern in _SET_NAMES for m in pattern.finditer(reason)
+             for i, name in enumerate(re.split(r", | and ", m.group(1)))]
+    return list(dict.fromkeys(name for _, _, name in sorted(found) if name.isidentifier()))
+
+
 def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:
     """One kernel's own edits (and its helpers'), without the library insertion, which splice puts last."""
     return tuple(passes.run(analysis, {index: proposal})[:-1])
@@ -768,10 +804,14 @@ def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, 
         kernel = analysis.kernels[index]
         proven = [proof.spec for (i, _), proof in zip(jobs, proofs) if i == index and proof.ok and not proof.identity]
         where = "its grid" if kernel.shapes else "sample grids (its grid is not known)"
-        unfollowed = "the model cannot follow" in decisions[index].reason  # a grid alone would not rank it: a run can
+        reason = decisions[index].reason
+        sets = "".join(f" --set {name}=VALUE" for name in _named_for_set(reason))
+        unfollowed = "the model cannot follow" in reason and not sets  # a grid alone would not rank it: a run can
         if not any(la.grid is not None and la.block is not None for la in kernel.launches):
             settle = (f"swzc rewrite {src.path} {'--bench ' if unfollowed else ''}--grid {kernel.name}=X,Y --block {kernel.name}=X,Y"
-                      f"{' (on a GPU)' if unfollowed else ''} (or --bench-cmd to observe a run)")
+                      f"{sets}{' (on a GPU)' if unfollowed else ''} (or --bench-cmd to observe a run)")
+        elif sets:  # the values the reason names rank it: no GPU needed
+            settle = f"swzc rewrite {src.path}{sets} (the values the program runs with)"
         else:
             settle = f"swzc rewrite {src.path} --bench (on a GPU: measures {', '.join(proven[: options.max_iterations])})"
         out[index] = Decision(index, "unranked", f"{decisions[index].reason}; nothing is rewritten blind. Proven on {where}: "

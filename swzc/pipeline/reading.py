@@ -9,6 +9,7 @@ not a click error.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -40,6 +41,9 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
         if not name.isidentifier():
             raise SwzcError(f"-D {name!r}: not a macro name")
     return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
+
+
+NO_SUCH_FOLDER = re.compile(r"-I .*: no such folder$")  # how build_context's note on a missing -I folder reads
 
 
 @contextmanager

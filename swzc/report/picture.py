@@ -601,7 +601,9 @@ def kernel_index(analysis: FileAnalysis, ranked: Mapping[int, Ranking | str], na
     why = "; ".join(f"{k.name}: {ranked[i] if i in ranked else _refusal(analysis, i)}" for i, k in enumerate(kernels[:shown]))
     if len(kernels) > shown:  # one error line, not one reason per kernel of a large file
         why += f"; and {len(kernels) - shown} more kernel(s): `swzc analyze {analysis.path}` says why for each"
-    hint = "; give the order to draw with --swizzle SPEC" if ranked else ""
+    gridless = [k.name for i, k in enumerate(kernels) if i in ranked and not any(la.grid is not None for la in k.launches)]
+    hint = ("; give the order to draw with --swizzle SPEC" + (f", and a grid with --grid {gridless[0]}=X,Y where no launch "
+            "here fixes one" if gridless else "")) if ranked else ""
     raise SwzcError(f"no kernel in {analysis.path} that the L2 model can rank ({why or 'no __global__ kernels'}){hint}")
 
 
@@ -625,8 +627,9 @@ def kernel_picture(ctx: FileContext, analysis: FileAnalysis, hw: HardwareModel, 
         raise SwzcError(f"kernel {info.name} (line {info.line}) is {_refusal(analysis, index)}; its order cannot change")
     ranking = ranked[index]
     if isinstance(ranking, str) and swizzle is None:
+        grid = "" if any(la.grid is not None for la in info.launches) else f" and its grid with --grid {info.name}=X,Y"
         raise SwzcError(f"the L2 model cannot rank kernel {info.name} (line {info.line}): {ranking}; "
-                        "give the order to draw with --swizzle SPEC")
+                        f"give the order to draw with --swizzle SPEC{grid}")
     shape, adapter, threads, launched = _grid(info, ranking)
     if swizzle is not None and swizzle.needs_tiles and adapter == "linear":
         raise SwzcError(f"--swizzle {swizzle.name}: kernel {info.name} has no tile rows to regroup (a 1D grid without "

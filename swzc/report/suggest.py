@@ -144,7 +144,8 @@ def _swept(o: KernelOutcome) -> str:
     at = (f"{' = '.join(sweep.names)} = {sweep.points[-1].size}, the largest size swept" if sweep.names
           else "the largest grid it is launched with")
     gate = sweep.chosen.gate if sweep.chosen is not None else 0
-    return at + (f"; the kernel's own order under {gate:,} tiles" if gate else "")
+    block = f"; its block taken as {', '.join(f'{n} = {v}' for n, v in sweep.assumed)}" if sweep.assumed else ""
+    return at + block + (f"; the kernel's own order under {gate:,} tiles" if gate else "")
 
 
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
@@ -240,9 +241,11 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
     files = list(dict.fromkeys(path for path, _ in unranked))
     where = quoted(files[0]) if len(files) == 1 else f"{len(files)} files"
     # a header not found hides macros, sizes and helpers: where their files miss one, -I comes first
-    missing = len({n for r in reports if r.path in files for n in r.notes if HEADER_NOT_FOUND.search(n)})
-    lacks = (f"{missing} header(s) they include were not found: -I adds their folders; then --grid, --block or --set"
-             if missing else "--grid, --block or --set")
+    missing = list(dict.fromkeys(m.group(1) for r in reports if r.path in files for n in r.notes
+                                 for m in [HEADER_NOT_FOUND.search(n)] if m))
+    named = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    lacks = (f"{len(missing)} header(s) they include were not found ({named}): -I adds their folders; then --grid, --block "
+             "or --set" if missing else "--grid, --block or --set")
     return (f"{len(unranked)} kernel(s) in {where} could not be ranked by the L2 model and get no suggestion "
             f"(`swzc suggest -v` says why; {lacks} often gives what it lacks)")
 
