@@ -46,6 +46,8 @@ def refusal(analysis: FileAnalysis, index: int) -> Decision | None:
         return Decision(index, "untouched", f"already swizzled by swzc ({kernel.swizzled_by})")
     if not kernel.reads_block_index:
         return Decision(index, "untouched", "does not read the block index")
+    if kernel.ignored:
+        return Decision(index, "untouched", f"marked `swzc: ignore` at line {kernel.ignored}: its author wants no swizzle")
     return for_kernel(kernel).refusal(kernel, index)
 
 

@@ -165,6 +165,9 @@ def test_sarif_is_valid_against_the_official_schema_and_its_fix_gives_the_rewrit
     result = invoke("review", "src/gemm.cu", "src/two.cu", "--format", "sarif", "-o", "out.sarif")
     assert result.exit_code == 1, result.output
     doc = json.loads((repo / "out.sarif").read_text())
+    found = sum(r.get("kind", "fail") != "informational" for r in doc["runs"][0]["results"])
+    assert f"swzc: wrote out.sarif: {found} finding(s) in 2 file(s)" in result.stderr  # a report in a file says so
+    assert "wrote" not in invoke("review", "-q", "src/gemm.cu", "--format", "sarif", "-o", "q.sarif").stderr
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(doc)

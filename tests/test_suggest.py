@@ -849,3 +849,24 @@ def test_a_kernel_the_family_has_no_order_for_is_declined_without_modelling_it(w
     said = invoke("suggest", "-v", "oned.cu").stdout
     assert "declined: 1D grid with no tile decode" in said and not modelled
     assert invoke("analyze", "oned.cu").exit_code in (0, 1) and modelled
+
+
+def test_a_kernel_marked_swzc_ignore_is_left_alone_by_every_command(work):
+    """`// swzc: ignore` just above a kernel (or its template line), or on its signature up to the `{`, keeps the
+    hook quiet about that kernel alone, as ruff's `# noqa` does a line; a mark elsewhere in its body does not."""
+    body = GEMM.split(b"\n", 1)[1]  # the kernel's body, after its signature line
+    signature = GEMM.split(b"\n", 1)[0]
+    marked = {
+        "above.cu": b"// swzc: ignore\n// (slower on our cards)\n" + GEMM,
+        "template.cu": b"// keep the order: swzc: ignore\ntemplate <int U>\n" + GEMM.replace(b"gemm<<<", b"gemm<1><<<"),
+        "same_line.cu": signature + b"  // swzc: ignore\n" + body,
+    }
+    for name, text in marked.items():
+        (work / name).write_bytes(text)
+        result = invoke("suggest", "-v", name)
+        assert result.exit_code == 0 and "untouched: marked `swzc: ignore` at line" in result.stdout, (name, result.stdout)
+        assert "nothing to do" in invoke("rewrite", name, "--swizzle", "grouped:8").stdout
+    (work / "deep.cu").write_bytes(signature + b"\n  // swzc: ignore is not read here\n" + body)
+    assert invoke("suggest", "deep.cu").exit_code == 1  # still suggested
+    review = json.loads(invoke("review", "above.cu", "deep.cu", "--format", "rdjson").stdout)
+    assert {d["location"]["path"] for d in review["diagnostics"]} == {"deep.cu"}

@@ -195,7 +195,26 @@ def _kernel(file: _File, function: Node, item: Node, reached: set[str], helpers:
         (_swizzled_by(f.child_by_field_name("body")) for h in sorted(reached) for f, _ in file.device[h]
          if _swizzled_by(f.child_by_field_name("body"))), "")
     return KernelInfo(name, _line(function), tuple(uses), helpers, tuple(launches), dims, decode, tuple(_dedupe(hazards, file.off)),
-                      tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop)
+                      tuple(notes), insert_at, indent, inline, _library_at(src, item), spelling, swizzled_by, tiles.loop,
+                      _ignore_mark(function, item))
+
+
+IGNORE_MARK = re.compile(r"\bswzc:\s*ignore\b")  # `// swzc: ignore`, as ruff's `# noqa` marks a line
+
+
+def _ignore_mark(function: Node, item: Node) -> int:
+    """The line of a `swzc: ignore` comment in the comments just above the kernel (or its template) or on the
+    lines of its signature up to the body's `{`; 0 where there is none."""
+    above = []
+    node = item.prev_sibling
+    while node is not None and node.type == "comment":
+        above.append(node)
+        node = node.prev_sibling
+    body = function.child_by_field_name("body")
+    last = body.start_point.row if body is not None else function.start_point.row
+    inside = [c for c in walk(item) if c.type == "comment" and c.start_point.row <= last]  # `{  // swzc: ignore` too
+    marked = [c for c in (*above, *inside) if IGNORE_MARK.search(text(c))]
+    return min((c.start_point.row + 1 for c in marked), default=0)
 
 
 def _kernel_hazards(file: _File, function: Node, reached: set[str], sites: Sequence[Site]) -> list[Hazard]:

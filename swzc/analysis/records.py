@@ -161,6 +161,7 @@ class KernelInfo:
     spelling: str  # the block-index spelling the kernel uses
     swizzled_by: str = ""  # the swzc swizzle function a kernel already calls (a file swzc rewrote before)
     tile_loop: TileLoop | None = None  # the tile loop a persistent kernel walks; the swizzle goes there
+    ignored: int = 0  # the line of a `swzc: ignore` comment on the kernel: its author wants no swizzle (0: none)
 
     @property
     def reads_block_index(self) -> bool:

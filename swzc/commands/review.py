@@ -18,7 +18,7 @@ import click
 
 from swzc.analysis.records import LaunchFact
 from swzc.commands.cli import (build_options, each_file, guarded, hw_option, max_bytes_option, per_project, results_cache,
-                              set_option, verbosity_options)
+                              set_option, verbosity, verbosity_options)
 from swzc.core import clean, outputs, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.memo import Memo
@@ -148,6 +148,9 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
     if target:  # checked against every FILE before any work; write_together checks it once more against the first
         outputs.write_together(files[0] if files else None, [(target, data)])
+        if not verbosity()[0]:  # the report is in a file: say what it holds
+            found = sum(len(findings_from(r)) for r in results)
+            clean.echo(f"swzc: wrote {output}: {found} finding(s) in {len(results)} file(s)", err=True, kind="note")
     else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
         clean.write_exact(data)
     sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
