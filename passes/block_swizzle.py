@@ -72,7 +72,7 @@ def propose(analysis: FileAnalysis, index: int, hw: HardwareModel, requested: Sw
     elif isinstance(ranked, str) and ranked.startswith(NO_DATA):  # nothing read: no order can share anything
         return Decision(index, "declined", ranked)
     else:
-        return Decision(index, "unranked", f"not ranked: {ranked or 'the L2 model has no launch of it to rank'}")
+        return Decision(index, "unranked", ranked or 'the L2 model has no launch of it to rank')
     if spec.is_identity:
         return Decision(index, "declined", "identity: nothing to change")
     if spec.needs_tiles and kernel.adapter == "linear":
