@@ -870,3 +870,19 @@ def test_a_kernel_marked_swzc_ignore_is_left_alone_by_every_command(work):
     assert invoke("suggest", "deep.cu").exit_code == 1  # still suggested
     review = json.loads(invoke("review", "above.cu", "deep.cu", "--format", "rdjson").stdout)
     assert {d["location"]["path"] for d in review["diagnostics"]} == {"deep.cu"}
+
+
+def test_a_launch_of_a_kernel_a_header_defines_names_the_header_to_read(work):
+    """A runner that includes its kernels' headers and launches them: swzc reads each kernel in the file that
+    defines it, so the runner's notes name that file (as the runner's path gives it) and the launch."""
+    (work / "kernels").mkdir()
+    (work / "kernels" / "gemm.cuh").write_bytes(GEMM.split(b"void run")[0])
+    (work / "runner.cu").write_bytes(b'#include "kernels/gemm.cuh"\n'
+                                     b"void go(const float* A, const float* B, float* C, int n) {\n"
+                                     b"  gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);\n"
+                                     b"  gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);\n}\n")
+    said = invoke("suggest", "-v", "runner.cu").stdout
+    assert said.count("launches kernel gemm") == 1  # one note a kernel
+    assert ("runner.cu: note: line 3 launches kernel gemm of kernels/gemm.cuh (gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>): "
+            "swzc reads a kernel in the file that defines it") in said
+    assert invoke("suggest", "-v", "kernels/gemm.cuh").stdout.count("kernel gemm") == 1  # and it is read there

@@ -9,6 +9,7 @@ frozen records holding byte offsets and text (no tree nodes), which the passes a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -103,8 +104,33 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     }
     identifiers = frozenset(text(n) for n in walk(root) if n.type in ("identifier", "type_identifier", "field_identifier"))
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
+    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in functions(root)})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
-                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline, _notes(src, pre, scope))
+                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
+
+
+def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str]) -> tuple[str, ...]:
+    """Launches here of kernels a header defines (a runner including its kernels' headers): swzc reads a kernel
+    in the file that defines it, so each is said with the file to name and what this launch gives it."""
+    in_headers: dict[str, str] = {}
+    here = os.path.dirname(os.path.abspath(ctx.src.path))
+    for header in pre.headers:
+        for function, _ in functions(header.src.tree.root_node):
+            if function.child_by_field_name("body") is not None and _has_token(function, "__global__"):  # as the FILE names it
+                in_headers.setdefault(function_name(function), os.path.join(os.path.dirname(ctx.src.path),
+                                                                             os.path.relpath(header.path, here)))
+    said: dict[str, str] = {}  # one note a kernel: its first launch here
+    for captures in ctx.matches("launches"):
+        if "config" not in captures or "kernel" not in captures or not pre.active(captures["launch"][0]):
+            continue
+        callee = text(captures["kernel"][0])
+        name = callee.split("<", 1)[0].split("::")[-1].strip()
+        if name in in_headers and name not in defined:
+            config = " ".join(text(captures["config"][0]).split())[:80]
+            said.setdefault(name, f"line {_line(captures['launch'][0])} launches kernel {name} of {in_headers[name]} "
+                                  f"({' '.join(callee.split())[:80]}<<<{config.strip('<>')}>>>): swzc reads a kernel in the file "
+                                  "that defines it; name that file, with --grid, --block and --set for what this launch gives it")
+    return tuple(said.values())
 
 
 # ---- one kernel ----------------------------------------------------------------------------------------------
