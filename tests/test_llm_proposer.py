@@ -129,6 +129,11 @@ def test_under_both_a_failed_llm_leaves_the_built_in_choice(gemm):
                                              server.base_url, "--llm-retries", "0", "--no-compile", *quiet])
         assert text.stderr.startswith("swzc: note: the LLM was not used: a request failed (")
         assert ("  note: the LLM was not used" in text.stdout) == (not quiet)
+    # the file to stdout: the summary, note included, goes to stderr, and the note is not said twice there
+    with serve([Status(500, "overloaded")]) as server:
+        piped = CliRunner().invoke(main, ["rewrite", "g.cu", "--proposer", "both", "--model", "m", "--base-url",
+                                          server.base_url, "--llm-retries", "0", "--no-compile", "-o", "-"])
+    assert piped.stderr.count("the LLM was not used") == 1 and "__global__" in piped.stdout
 
 
 def test_under_llm_a_pick_the_family_beats_says_so(gemm):

@@ -520,7 +520,7 @@ def test_a_kernel_launched_nowhere_whose_reads_the_model_follows_asks_for_its_gr
     text = GATHER.replace("a[idx[row * n + col]]", "a[col * n + row]")
     ctx, analysis = _ctx(tmp_path, text)
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
-    assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid gather=")
+    assert isinstance(got, str) and got.startswith("no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid gather=X,Y and its block")
 
 
 def test_a_block_that_names_nothing_swzc_evaluates_is_said_to_be_the_block(tmp_path):

@@ -812,13 +812,14 @@ def test_a_template_instantiated_elsewhere_names_its_template_arguments_and_size
     assert "said once they are given" not in reason and "size of T" not in reason
     assert ("To choose: swzc rewrite tpl.cu --grid gemm_tpl=X,Y --block gemm_tpl=X,Y --set T=VALUE --set BM=VALUE --set BN=VALUE "
             "--set BK=VALUE --set SCALE=VALUE --set N=VALUE --set K=VALUE (or --bench-cmd") in reason
-    assert "it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y)" in reason
+    assert "it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y and its block with --block gemm_tpl=X,Y)" in reason
     assert "or the sizes with --set" not in reason
     # a launch through a pointer is pointed at: the kernel is launched, but not by its name
     (work / "ptr.cu").write_bytes(TEMPLATE_ELSEWHERE + b"void run(void (*k)(int, int, int, const float*, const float*, float*)) {\n"
                                   b"  k<<<dim3(64, 64), dim3(16, 16)>>>(1, 2, 3, 0, 0, 0);\n}\n")
     pointed = invoke("suggest", "-v", "ptr.cu").stdout
-    assert ("it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y; line 12 launches k, which is no "
+    assert ("it is launched nowhere here by name: give it with --grid gemm_tpl=X,Y and its block with --block gemm_tpl=X,Y; "
+            "line 12 launches k, which is no "
             "function of this file: a kernel pointer, which swzc does not follow)") in pointed
     given = invoke("suggest", "tpl.cu", "--grid", "gemm_tpl=256,256", "--block", "gemm_tpl=16,16", "--set", "T=float",
                    *[f"--set={n}" for n in ("BM=16", "BN=16", "BK=8", "SCALE=0", "N=4096", "K=4096")])
@@ -860,6 +861,7 @@ def test_a_kernel_marked_swzc_ignore_is_left_alone_by_every_command(work):
         "above.cu": b"// swzc: ignore\n// (slower on our cards)\n" + GEMM,
         "template.cu": b"// keep the order: swzc: ignore\ntemplate <int U>\n" + GEMM.replace(b"gemm<<<", b"gemm<1><<<"),
         "same_line.cu": signature + b"  // swzc: ignore\n" + body,
+        "upper.cu": b"/* SWZC: Ignore */\n" + GEMM,
     }
     for name, text in marked.items():
         (work / name).write_bytes(text)
@@ -886,3 +888,22 @@ def test_a_launch_of_a_kernel_a_header_defines_names_the_header_to_read(work):
     assert ("runner.cu: note: line 3 launches kernel gemm of kernels/gemm.cuh (gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>): "
             "swzc reads a kernel in the file that defines it") in said
     assert invoke("suggest", "-v", "kernels/gemm.cuh").stdout.count("kernel gemm") == 1  # and it is read there
+
+
+def test_the_values_a_kernels_writes_use_are_asked_for_with_those_its_reads_use(work):
+    """A transpose reads with one size and writes with another: both are named on the first run (without the
+    second, its writes are not modelled and the verdict would change), and a field a reason names is given with
+    --set NAME.x, with no GPU sent for."""
+    (work / "tr.cu").write_bytes(b"__global__ void tr(const float* in, float* out, int rows, int cols) {\n"
+                                 b"  const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+                                 b"  out[x * rows + y] = in[y * cols + x];\n}\n")
+    said = invoke("suggest", "-v", "tr.cu").stdout
+    assert "its reads also use cols, which --set gives" in said
+    assert "its writes use rows, which --set gives too (without them its writes are not modelled)" in said
+    assert "--set cols=VALUE --set rows=VALUE" in said
+    (work / "vec.cu").write_bytes(b"__global__ void conv(const float* in, float* out, uint2 dims) {\n"
+                                  b"  const unsigned x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;\n"
+                                  b"  out[y * dims.x + x] = in[x * dims.x + y];\n}\n")
+    gridded = invoke("suggest", "-v", "vec.cu", "--grid", "conv=256,256", "--block", "conv=16,16").stdout
+    assert "To choose: swzc rewrite vec.cu --set dims.x=VALUE (the values the program runs with)" in gridded
+    assert "on a GPU" not in gridded

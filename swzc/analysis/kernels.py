@@ -225,7 +225,7 @@ def _kernel(file: _File, function: Node, item: Node, reached: set[str], helpers:
                       _ignore_mark(function, item))
 
 
-IGNORE_MARK = re.compile(r"\bswzc:\s*ignore\b")  # `// swzc: ignore`, as ruff's `# noqa` marks a line
+IGNORE_MARK = re.compile(r"\bswzc:\s*ignore\b", re.IGNORECASE)  # `// swzc: ignore`, as ruff's `# noqa` marks a line
 
 
 def _ignore_mark(function: Node, item: Node) -> int:

@@ -552,7 +552,9 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
               else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose, notes=not quiet))
     if quiet < 2 or as_json:
         clean.echo(report, err=to_stdout, kind=None if as_json else "summary")
-    if result.llm_failure and quiet < 2:  # asked for and not had: said where errors go too, -q or not
+    # the report's own notes went where stderr goes (the report to stderr, or both to one terminal): said once
+    seen = not as_json and not quiet and (to_stdout or (sys.stdout.isatty() and sys.stderr.isatty()))
+    if result.llm_failure and quiet < 2 and not seen:  # asked for and not had: said where errors go too, -q or not
         clean.echo(f"swzc: note: {llm_note(result.llm_failure)}", err=True, kind="note")
     if output == STDOUT:  # exact to a pipe; a terminal is shown the file's control characters as escapes
         clean.write_exact(result.new)

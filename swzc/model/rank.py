@@ -226,7 +226,7 @@ def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappin
             through = (f"; line {pointers[0][0]} launches {pointers[0][1]}, which is no function of this file: a kernel "
                        "pointer, which swzc does not follow" if pointers else "")
             return (f"no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid "
-                    f"{kernel.name}=X,Y{through})")
+                    f"{kernel.name}=X,Y and its block with --block {kernel.name}=X,Y{through})")
         return f"no launch in this file fixes the grid ({seen}; give it with --grid {kernel.name}=X,Y, or the sizes with --set)"
     fp = _footprint(ctx, kernel, index, user)
     if isinstance(fp, str):

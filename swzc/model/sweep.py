@@ -226,27 +226,38 @@ def _unfollowed(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: M
     return ""
 
 
-def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str]) -> list[str]:
+def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mapping[str, Value | str]
+                    ) -> tuple[list[str], list[str]]:
     """The kernel's integer parameters that no launch here fixes and without which the model cannot follow its
-    reads, whatever the grid: what --set must give besides --grid, said at once rather than one per run.  Found
-    as a user would, one run at a time, each naming the next one missing; [] where something else stops it."""
+    reads, whatever the grid, then those its writes use (without them the writes are not modelled, and the
+    verdict can change): what --set must give besides --grid, said at once rather than one per run.  Found as a
+    user would, one run at a time, each naming the next one missing; ([], []) where something else stops the
+    reads."""
     probe = _probe(ctx, kernel, dict(user), (), ())
     if probe is None:
-        return []
+        return [], []
     at, first, unset = probe
     needed: list[str] = []
+    reads: list[str] | None = None  # the parameters the reads needed, once they are followed
     for _ in range(len(unset) + 1):
         got = survey(ctx, _stand_in(at, first, {n: unset[n] for n in needed}, kernel.dims), hw, dict(user), False, (), None)
+        if not isinstance(got, str) and reads is None:
+            reads = list(needed)
         if not isinstance(got, str):
-            return sorted(needed, key=list(unset).index)  # in the kernel's parameter order
+            said = "; ".join(str(u) for u in got[0].unknown)  # the writes not followed
+        else:
+            said = got
         # the parameter the reason names first ("K is a kernel parameter the launch does not fix"): a one-letter
         # name may also stand in its prose
         spelled = [(found.start(), n) for n in unset if n not in needed
-                   for found in [re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", got)] if found]
-        if not spelled:  # stopped by what no --set of a parameter gives
-            return []
+                   for found in [re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", said)] if found]
+        if not spelled:  # followed, or stopped by what no --set of a parameter gives
+            break
         needed.append(min(spelled)[1])
-    return []
+    if reads is None:
+        return [], []
+    order = list(unset).index  # in the kernel's parameter order
+    return sorted(reads, key=order), sorted((n for n in needed if n not in reads), key=order)
 
 
 def template_stand_ins(params: Sequence[TemplateParameter]) -> dict[str, Value | str]:

@@ -346,7 +346,7 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         open_ = open_template_parameters(ctx, kernel, bindings)
         probing = {**bindings, **template_stand_ins(open_)}
         found = unsized(ctx, kernel, hw, probing)
-        needed = [] if found else parameters_read(ctx, kernel, hw, probing)
+        needed, written = ([], []) if found else parameters_read(ctx, kernel, hw, probing)
         if open_:  # what the probe found with stand-ins for them may be the stand-ins' doing: not said
             first = open_[0]
             got += (f"; no launch here gives its template arguments {_and(p.name for p in open_)}, which --set gives as "
@@ -355,12 +355,17 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
             found = ""
         if needed:
             got += f"; its reads also use {_and(needed)}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
+        if written:
+            got += f"; its writes use {_and(written)}, which --set gives too (without them its writes are not modelled)"
         got = found or got
     elif isinstance(got, str) and sizes and "is a kernel parameter the launch does not fix (use --set)" in got:
         named = set(re.findall(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix", got))
-        more = [n for n in parameters_read(ctx, kernel, hw, bindings) if n not in named]
+        reads, written = parameters_read(ctx, kernel, hw, bindings)
+        more = [n for n in reads if n not in named]
         if more:  # the reads name the first each stops at: said now, not one run later
             got += f"; its reads also use {_and(more)}, which --set gives"
+        if written:
+            got += f"; its writes use {_and(written)}, which --set gives too (without them its writes are not modelled)"
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -778,14 +783,15 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
 # The names a reason asks --set for, in the words the reasons use (swzc.model.footprint's unknown parameters,
 # `_rank`'s template arguments and the parameters its reads also use).
 _SET_NAMES = (re.compile(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix \(use --set\)"),
-              re.compile(r"(?:its template arguments|its reads also use) ([\w, ]+?), which --set gives"))
+              re.compile(r"(?:its template arguments|its reads also use|its writes use) ([\w, ]+?), which --set gives"),
+              re.compile(r"not an integer the file fixes: ([A-Za-z_]\w*(?:\.[xyz])?)\b"))
 
 
 def _named_for_set(reason: str) -> list[str]:
     """The names a reason says --set gives, in the order it names them, each once."""
     found = [(m.start(), i, name) for pattern in _SET_NAMES for m in pattern.finditer(reason)
              for i, name in enumerate(re.split(r", | and ", m.group(1)))]
-    return list(dict.fromkeys(name for _, _, name in sorted(found) if name.isidentifier()))
+    return list(dict.fromkeys(name for _, _, name in sorted(found) if name.replace(".", "_").isidentifier()))
 
 
 def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:

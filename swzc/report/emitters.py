@@ -122,7 +122,7 @@ def _numbers(f: Finding) -> dict[str, Any]:
     numbers: dict[str, Any] = {"kernel": f.kernel, "swizzle": f.swizzle, "hw": f.hw,
                                "applicability": f.applicability, "fixLines": list(f.span)}
     if f.identity is not None and f.chosen is not None:
-        numbers["predicted"] = {which: {"candidate": p.candidate, "l2HitRate": p.l2_hit_rate, "dramBytes": p.dram_bytes}
+        numbers["predicted"] = {which: {"candidate": p.candidate, "l2HitRate": p.l2_hit_rate, "dramBytes": round(p.dram_bytes)}
                                 for which, p in (("identity", f.identity), ("chosen", f.chosen))}
     if f.measured is not None:
         m = f.measured

@@ -222,7 +222,8 @@ def image_format(path: str) -> str:
     return suffix
 
 
-SHOW_EXTRA = "pictures are drawn with matplotlib, which swzc installs only with its `show` extra: pip install 'swzc[show]'"
+SHOW_EXTRA = ("pictures are drawn with matplotlib, which swzc installs only with its `show` extra: pip install 'swzc[show]' "
+              "(from a clone of swzc: pip install '.[show]')")
 
 
 def _matplotlib() -> Any:
