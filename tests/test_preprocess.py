@@ -215,6 +215,7 @@ def test_set_that_contradicts_the_file_is_an_input_error(tmp_path):
     for binding, fixed in (("NI=1024", "4096"), ("DATA_TYPE=double", "float")):
         result = CliRunner().invoke(main, ["analyze", str(tmp_path / "k.cu"), "--set", binding])
         assert result.exit_code == 2 and binding in result.stderr and fixed in result.stderr, result.output
+        assert "it is a macro: -D " + binding in result.stderr  # the option that sets a macro
 
 
 RUNTIME = """\

@@ -203,4 +203,4 @@ def definitions() -> dict[str, str]:
 
 def known() -> str:
     """The orders a spec may name, as help text and error messages list them."""
-    return "identity, " + ", ".join(kind.written for kind in KINDS.values()) + " (joined with '+')"
+    return "identity, " + ", ".join(kind.written for kind in KINDS.values()) + " (joined with '+'; ORDER@T gates one to grids of T tiles or more)"

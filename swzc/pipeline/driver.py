@@ -309,7 +309,8 @@ def _check_bindings(ctx: FileContext, analysis: FileAnalysis, bindings: Mapping[
         else:
             fixed = Evaluator(plain).value(expression_of(name))
         if fixed is not None and fixed != value:
-            raise SwzcError(f"--set {name}={value} contradicts the file, where {name} is {fixed}")
+            macro = f"; it is a macro: -D {name}={value} defines it as the build would" if name in plain.macros else ""
+            raise SwzcError(f"--set {name}={value} contradicts the file, where {name} is {fixed}{macro}")
     names = {k.name for k in analysis.kernels}
     for kernel in facts:
         if kernel not in names:
