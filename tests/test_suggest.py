@@ -901,6 +901,12 @@ def test_the_values_a_kernels_writes_use_are_asked_for_with_those_its_reads_use(
     assert "its reads also use cols, which --set gives" in said
     assert "its writes use rows, which --set gives too (without them its writes are not modelled)" in said
     assert "--set cols=VALUE --set rows=VALUE" in said
+    # a write no parameter would let the model follow (an index read from memory) asks for nothing more
+    (work / "scatter.cu").write_bytes(b"__global__ void sc(const float* x, const int* idx, float* y, int n, int m) {\n"
+                                      b"  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n"
+                                      b"  y[idx[c] * m + r] = x[r * n + c];\n}\n")
+    scattered = invoke("suggest", "-v", "scatter.cu").stdout
+    assert "its reads also use n, which" in scattered and "its writes use" not in scattered
     (work / "vec.cu").write_bytes(b"__global__ void conv(const float* in, float* out, uint2 dims) {\n"
                                   b"  const unsigned x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;\n"
                                   b"  out[y * dims.x + x] = in[x * dims.x + y];\n}\n")

@@ -243,8 +243,9 @@ def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
         got = survey(ctx, _stand_in(at, first, {n: unset[n] for n in needed}, kernel.dims), hw, dict(user), False, (), None)
         if not isinstance(got, str) and reads is None:
             reads = list(needed)
-        if not isinstance(got, str):
-            said = "; ".join(str(u) for u in got[0].unknown)  # the writes not followed
+        if not isinstance(got, str):  # the writes not followed for want of a parameter (not for an index read, say)
+            said = "; ".join(m.group(0) for u in got[0].unknown
+                             for m in re.finditer(r"\w+ is a kernel parameter the launch does not fix", str(u)))
         else:
             said = got
         # the parameter the reason names first ("K is a kernel parameter the launch does not fix"): a one-letter
