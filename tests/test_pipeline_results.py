@@ -134,7 +134,7 @@ def test_an_unranked_kernel_lists_what_is_proven_and_how_to_choose():
     no_launch = outcome(rewritten(OPEN, None), "open_grid")
     assert no_launch.status == "unranked"
     assert "Proven on sample grids (its grid is not known): grouped:8, hilbert:8, colmajor, grouped:32, " in no_launch.reason
-    assert "To choose: swzc rewrite k.cu --grid open_grid=X,Y --block open_grid=X,Y (or --bench-cmd to observe a run)" in no_launch.reason
+    assert "To choose: swzc rewrite k.cu --grid open_grid=X,Y --block open_grid=X,Y --set n=VALUE (or --bench-cmd to observe a run)" in no_launch.reason
     grid_only = outcome(rewritten(OPEN + "void run(float* C, int b) { open_grid<<<dim3(8, 8), dim3(b, b)>>>(0, C, 128); }\n", None),
                         "open_grid")
     assert "--grid open_grid=X,Y --block open_grid=X,Y" in grid_only.reason and "Proven on its grid" in grid_only.reason
