@@ -888,6 +888,11 @@ def test_a_launch_of_a_kernel_a_header_defines_names_the_header_to_read(work):
     assert ("runner.cu: note: line 3 launches kernel gemm of kernels/gemm.cuh (gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>): "
             "swzc reads a kernel in the file that defines it") in said
     assert invoke("suggest", "-v", "kernels/gemm.cuh").stdout.count("kernel gemm") == 1  # and it is read there
+    # a kernel of the runner's own, launched nowhere: the header's launch is not taken for one through a pointer
+    (work / "own.cu").write_bytes(b'#include "kernels/gemm.cuh"\n' + GEMM.split(b"void run")[0].replace(b"gemm(", b"own(", 1) +
+                                  b"void go(const float* A, const float* B, float* C) { gemm<<<dim3(8, 8), dim3(16, 16)>>>(A, B, C, 128); }\n")
+    own = invoke("suggest", "-v", "own.cu").stdout
+    assert "kernel own: unranked" in own and "pointer" not in own and "launches kernel gemm of kernels/gemm.cuh" in own
 
 
 def test_the_values_a_kernels_writes_use_are_asked_for_with_those_its_reads_use(work):

@@ -21,7 +21,7 @@ from swzc.analysis import tileloop
 from swzc.analysis.calls import Readers, _callees, _calls, _reach, external_helper_hazards, find_readers, unseen_reader_hazards
 from swzc.analysis.hazards import (_BLOCK_INDEX_TEXT, _block_macros, _Broken, _hazards, _kernels_in_errors, _set_aside_hazards,
                                    _syntax_hazards, _volatile_names)
-from swzc.analysis.launches import Site, integer_parameters, kernel_launches, launch_sites
+from swzc.analysis.launches import Site, foreign_launches, integer_parameters, kernel_launches, launch_sites
 from swzc.analysis.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, LaunchFact
 from swzc.analysis.splice_safety import side_effect_in, splice_text
 from swzc.analysis.templates import TemplateParameter, template_parameters
@@ -109,26 +109,26 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
 
 
+def header_kernels(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
+    """The kernels the headers `src` includes define, each with its header's path as `src`'s path names it."""
+    found: dict[str, str] = {}
+    here = os.path.dirname(os.path.abspath(src.path))
+    for header in pre.headers:
+        for function, _ in functions(header.src.tree.root_node):
+            if function.child_by_field_name("body") is not None and _has_token(function, "__global__"):
+                found.setdefault(function_name(function), os.path.join(os.path.dirname(src.path), os.path.relpath(header.path, here)))
+    return found
+
+
 def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str]) -> tuple[str, ...]:
     """Launches here of kernels a header defines (a runner including its kernels' headers): swzc reads a kernel
     in the file that defines it, so each is said with the file to name and what this launch gives it."""
-    in_headers: dict[str, str] = {}
-    here = os.path.dirname(os.path.abspath(ctx.src.path))
-    for header in pre.headers:
-        for function, _ in functions(header.src.tree.root_node):
-            if function.child_by_field_name("body") is not None and _has_token(function, "__global__"):  # as the FILE names it
-                in_headers.setdefault(function_name(function), os.path.join(os.path.dirname(ctx.src.path),
-                                                                             os.path.relpath(header.path, here)))
+    in_headers = header_kernels(ctx.src, pre)
     said: dict[str, str] = {}  # one note a kernel: its first launch here
-    for captures in ctx.matches("launches"):
-        if "config" not in captures or "kernel" not in captures or not pre.active(captures["launch"][0]):
-            continue
-        callee = text(captures["kernel"][0])
-        name = callee.split("<", 1)[0].split("::")[-1].strip()
-        if name in in_headers and name not in defined:
-            config = " ".join(text(captures["config"][0]).split())[:80]
-            said.setdefault(name, f"line {_line(captures['launch'][0])} launches kernel {name} of {in_headers[name]} "
-                                  f"({' '.join(callee.split())[:80]}<<<{config.strip('<>')}>>>): swzc reads a kernel in the file "
+    for launch, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
+        if name in in_headers and pre.active(launch):
+            said.setdefault(name, f"line {_line(launch)} launches kernel {name} of {in_headers[name]} "
+                                  f"({callee[:80]}<<<{config[:80].strip('<>')}>>>): swzc reads a kernel in the file "
                                   "that defines it; name that file, with --grid, --block and --set for what this launch gives it")
     return tuple(said.values())
 

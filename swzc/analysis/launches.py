@@ -45,16 +45,18 @@ def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Coll
     return sites
 
 
-def launches_by_pointer(found: list[dict[str, list[Node]]], functions: Collection[str]) -> list[tuple[int, str]]:
-    """(line, callee) of the `<<<…>>>` launches whose callee names none of `functions` (the file's): a kernel
-    launched through a pointer (`kernel<<<grid, block>>>(…)` with `kernel` a variable), or one defined elsewhere."""
+def foreign_launches(found: list[dict[str, list[Node]]], functions: Collection[str]) -> list[tuple[Node, str, str, str]]:
+    """The `<<<…>>>` launches whose callee names none of `functions` (the file's), as (launch, name, callee as
+    written, configuration as written), in the file's order: a kernel a header defines, or one launched through a
+    pointer (`kernel<<<grid, block>>>(…)` with `kernel` a variable), which no kernel's record holds."""
     seen = []
     for captures in found:
         if "config" in captures and "kernel" in captures:
-            callee = text(_kernel_ref(captures["kernel"][0])[0]).split("::")[-1].strip()
-            if callee not in functions:
-                seen.append((_line(captures["launch"][0]), callee))
-    return sorted(set(seen))
+            callee = captures["kernel"][0]
+            name = text(_kernel_ref(callee)[0]).split("::")[-1].strip()
+            if name not in functions:
+                seen.append((captures["launch"][0], name, " ".join(text(callee).split()), " ".join(text(captures["config"][0]).split())))
+    return sorted(seen, key=lambda launch: launch[0].start_byte)
 
 
 def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], scope: Scope, divisor: Node | None,

@@ -144,16 +144,16 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
     if failed:
         clean.echo(f"swzc: {len(failed)} of {len(files)} file(s) failed; nothing written", err=True)
         sys.exit(int(max(exc.code for exc in failed)))
+    found = sum(len(findings_from(r)) for r in results)
     text = emitters.render(output_format, results, changed if diff_base is not None else None, refusals)
     data = text.encode("utf-8", "surrogateescape")  # a patch keeps the file's bytes; JSON is ASCII
     if target:  # checked against every FILE before any work; write_together checks it once more against the first
         outputs.write_together(files[0] if files else None, [(target, data)])
         if not verbosity()[0]:  # the report is in a file: say what it holds
-            found = sum(len(findings_from(r)) for r in results)
             clean.echo(f"swzc: wrote {output}: {found} finding(s) in {len(results)} file(s)", err=True, kind="note")
     else:  # exact to a pipe; a terminal is shown the patch's control characters as escapes
         clean.write_exact(data)
-    sys.exit(FINDINGS if any(findings_from(r) for r in results) else 0)
+    sys.exit(FINDINGS if found else 0)
 
 
 @dataclass(frozen=True)

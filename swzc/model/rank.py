@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from swzc.analysis.kernels import kernel_function
-from swzc.analysis.launches import launches_by_pointer
+from swzc.analysis.kernels import header_kernels, kernel_function
+from swzc.analysis.launches import foreign_launches
 from swzc.analysis.records import KernelInfo
 from swzc.analysis.context import bindings_key
 from swzc.core.memo import Memo
@@ -222,9 +222,10 @@ def survey(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappin
     if index is None:
         seen = "; ".join(f"line {la.line}: {' '.join(la.grid_text.split())[:60]}" for la in kernel.launches[:3] if la.line)
         if not seen:  # launched nowhere here: no size given with --set can make a grid
-            pointers = launches_by_pointer(ctx.matches("launches"), {name for name, _ in ctx.definitions()})
-            through = (f"; line {pointers[0][0]} launches {pointers[0][1]}, which is no function of this file: a kernel "
-                       "pointer, which swzc does not follow" if pointers else "")
+            known = {name for name, _ in ctx.definitions()} | set(header_kernels(ctx.src, ctx.prepared()[0]))
+            pointers = foreign_launches(ctx.matches("launches"), known)  # neither here nor in a header: a pointer
+            through = (f"; line {pointers[0][0].start_point.row + 1} launches {pointers[0][1]}, which is no function of this file: a "
+                       "kernel pointer, which swzc does not follow" if pointers else "")
             return (f"no launch in this file fixes the grid (it is launched nowhere here by name: give it with --grid "
                     f"{kernel.name}=X,Y and its block with --block {kernel.name}=X,Y{through})")
         return f"no launch in this file fixes the grid ({seen}; give it with --grid {kernel.name}=X,Y, or the sizes with --set)"

@@ -33,6 +33,7 @@ from swzc.analysis.records import KernelInfo, Launch
 from swzc.frontend.evaluate import Value
 from swzc.model.calibration import Calibration
 from swzc.model.footprint import Footprint
+from swzc.model.footprint.values import UNFIXED_PARAMETER
 from swzc.model.l2model import Prediction
 from swzc.model.rank import (NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, pays, rank, resident_at,
                              size_bindings, survey)
@@ -241,13 +242,11 @@ def parameters_read(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     reads: list[str] | None = None  # the parameters the reads needed, once they are followed
     for _ in range(len(unset) + 1):
         got = survey(ctx, _stand_in(at, first, {n: unset[n] for n in needed}, kernel.dims), hw, dict(user), False, (), None)
-        if not isinstance(got, str) and reads is None:
-            reads = list(needed)
-        if not isinstance(got, str):  # the writes not followed for want of a parameter (not for an index read, say)
-            said = "; ".join(m.group(0) for u in got[0].unknown
-                             for m in re.finditer(r"\w+ is a kernel parameter the launch does not fix", str(u)))
-        else:
+        if isinstance(got, str):
             said = got
+        else:  # the reads followed; then the writes not followed for want of a parameter (not for an index read, say)
+            reads = list(needed) if reads is None else reads
+            said = "; ".join(m.group(0) for u in got[0].unknown for m in UNFIXED_PARAMETER.finditer(str(u)))
         # the parameter the reason names first ("K is a kernel parameter the launch does not fix"): a one-letter
         # name may also stand in its prose
         spelled = [(found.start(), n) for n in unset if n not in needed

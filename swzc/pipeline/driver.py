@@ -36,6 +36,7 @@ from swzc.search.proposers import EXPLORE, BuiltinProposer, Forced, KernelTask, 
 from swzc.model.sweep import (kernel_at, measured_sizes, parameters_read, rank_over_launches, rank_over_sizes, sized_launch,
                               template_stand_ins, unsized)
 from swzc.model.calibration import Calibration, calibrate
+from swzc.model.footprint.values import UNFIXED_PARAMETER
 from swzc.model.rank import MARGIN_POINTS, Ranking, SizeSweep, identity_order, rank, survey
 from swzc.formulas.swizzles import Formula, SwizzleSpec, parse_spec
 
@@ -356,17 +357,14 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
             found = ""
         if needed:
             got += f"; its reads also use {_and(needed)}, which --set gives (--set {needed[0]}=4096, say): --grid alone does not rank it"
-        if written:
-            got += f"; its writes use {_and(written)}, which --set gives too (without them its writes are not modelled)"
-        got = found or got
-    elif isinstance(got, str) and sizes and "is a kernel parameter the launch does not fix (use --set)" in got:
-        named = set(re.findall(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix", got))
+        got = found or (got + _writes_clause(written))
+    elif isinstance(got, str) and sizes and UNFIXED_PARAMETER.search(got):
+        named = set(UNFIXED_PARAMETER.findall(got))
         reads, written = parameters_read(ctx, kernel, hw, bindings)
         more = [n for n in reads if n not in named]
         if more:  # the reads name the first each stops at: said now, not one run later
             got += f"; its reads also use {_and(more)}, which --set gives"
-        if written:
-            got += f"; its writes use {_and(written)}, which --set gives too (without them its writes are not modelled)"
+        got += _writes_clause(written)
     loop = kernel.tile_loop
     if loop is not None and isinstance(got, Ranking):
         # A ranking of a tile loop is only meaningful over its tiles; a model of the launch grid would rank the
@@ -376,6 +374,11 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         if launch is None or launch.tiles is None or rows * cols != launch.tiles:
             return f"the L2 model does not follow the tile loop over {loop.var} (line {loop.line})"
     return got
+
+
+def _writes_clause(written: Sequence[str]) -> str:
+    """What a reason adds for the parameters only a kernel's writes use ('' where there are none)."""
+    return f"; its writes use {_and(written)}, which --set gives too (without them its writes are not modelled)" if written else ""
 
 
 def _and(names: Iterable[str]) -> str:
@@ -783,7 +786,7 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
 
 # The names a reason asks --set for, in the words the reasons use (swzc.model.footprint's unknown parameters,
 # `_rank`'s template arguments and the parameters its reads also use).
-_SET_NAMES = (re.compile(r"\b([A-Za-z_]\w*) is a kernel parameter the launch does not fix \(use --set\)"),
+_SET_NAMES = (UNFIXED_PARAMETER,
               re.compile(r"(?:its template arguments|its reads also use|its writes use) ([\w, ]+?), which --set gives"),
               re.compile(r"not an integer the file fixes: ([A-Za-z_]\w*(?:\.[xyz])?)\b"))
 

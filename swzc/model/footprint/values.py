@@ -16,6 +16,9 @@ from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import text
 from swzc.model.footprint.affine import Affine, _CannotFollow, _Loop, _op, _symbols
 from swzc.model.footprint.names import KernelNames
+
+UNFIXED_PARAMETER_SAYS = "is a kernel parameter the launch does not fix"
+UNFIXED_PARAMETER = re.compile(rf"\b([A-Za-z_]\w*) {UNFIXED_PARAMETER_SAYS}")  # the name a reason says --set must give
 from swzc.model.footprint.sets import BlockSets
 from swzc.model.footprint.sizes import TypeSizes
 from swzc.model.footprint.tree import (_CASTS, _MAX_CHAIN, _MAX_NESTING, _VECTOR_MAKERS, _Ctx, _arguments, _callee,
@@ -277,7 +280,7 @@ class Values:
             return self._constant(node)
         except _CannotFollow:
             if name in self.names.params and ctx is None:
-                raise _CannotFollow(f"{name} is a kernel parameter the launch does not fix (use --set)") from None
+                raise _CannotFollow(f"{name} {UNFIXED_PARAMETER_SAYS} (use --set)") from None
             macro = self.scope.find(name)
             if isinstance(macro, Macro) and macro.params is None and expression_of(macro.body) is not None \
                     and (ctx.depth if ctx else 0) < _MAX_NESTING:
