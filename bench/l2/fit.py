@@ -31,7 +31,7 @@ from swzc.target import hw as hwmodels
 from swzc.frontend import source
 from swzc.analysis.kernels import analyze
 from swzc.model.footprint import Footprint
-from swzc.model.l2model import EFFECTIVE, IN_STEP, MERGED, SOFTNESS, UNIQUE, L2Model
+from swzc.model.l2model import DRIFT, EFFECTIVE, IN_STEP, MERGED, SOFTNESS, UNIQUE, L2Model
 from swzc.formulas.prove import dispatch_maps
 from swzc.model.rank import MAX_MODEL_BLOCKS, _footprint, resident_at
 from swzc.model.residency import residency
@@ -91,8 +91,9 @@ class Kernel:
     def errors(self, in_step: float, merged: float) -> list[float]:
         return [p.l2_hit_rate - r["l2_hit_pct"] for r, p in zip(self.rows, self.predictions(in_step, merged))]
 
-    def predictions(self, in_step: float = IN_STEP, merged: float = MERGED, unique: float = UNIQUE, softness: float = SOFTNESS) -> list:
-        model = L2Model(self.fp, self.hw, self.resident, EFFECTIVE, softness, in_step, merged, unique=unique)
+    def predictions(self, in_step: float = IN_STEP, merged: float = MERGED, unique: float = UNIQUE, softness: float = SOFTNESS,
+                    drift: float = DRIFT) -> list:
+        model = L2Model(self.fp, self.hw, self.resident, EFFECTIVE, softness, in_step, merged, unique=unique, drift=drift)
         blocks = self.fp.grid[0] * self.fp.grid[1] * self.fp.grid[2]  # a larger grid is modelled over its first blocks
         return [model.predict(r["candidate"], order, self.fp.adapter, self.fp.divisor).scaled(blocks / order.shape[0])
                 for r, order in zip(self.rows, self.maps)]

@@ -17,8 +17,8 @@
   bench/results/rows_h200.md: launches of one wave fetch 0.83-1.00 of the way to each shared slice
   once).  Later blocks start as earlier ones end; two such blocks started in the same wave with
   probability `1 - g / resident`, and stayed together (blocks drift apart the more, the further apart
-  they started) with about the same probability: a share `IN_STEP * (1 - g / resident) ** 2` of those
-  reuses hits, whatever the distance.  (On a grid larger than the blocks the model is given, which are its
+  they started) with about the same probability: a share `IN_STEP * (1 - g / resident) ** DRIFT` of those
+  reuses hits, whatever the distance (`DRIFT` 2).  (On a grid larger than the blocks the model is given, which are its
   first ones, the first wave counts for more than its share.)  With `crisp_waves` every wave starts at
   once, as the H200 does at one block per SM (bench/results/slots_h200.md): a reuse from a block of the
   same wave hits and one from an earlier wave is LRU's.  That form gets those kernels' DRAM reads and not
@@ -90,6 +90,11 @@ MERGED = 0.1
 # those further back: with two partitions the first four cover 15/16 of the chance).  1 would take the copy
 # the last reader left, whichever side it ran on.
 NEAR_READERS = 4
+# How fast co-resident blocks drift out of step with the distance between their starts: the in-step share falls as
+# (1 - g / resident) ** DRIFT.  Tried from 1 to 16 on every kernel measured (bench/l2/drift.py): no one value serves
+# every kernel (a larger one gets the DRAM bytes of the original order of the naive and staged GEMMs closer and the
+# hit rates of the tensor-core GEMMs, whose waves stay crisp, further off), so it stays at 2.
+DRIFT = 2.0
 
 
 @dataclass(frozen=True)
@@ -180,12 +185,13 @@ class L2Model:
     def __init__(self, fp: Footprint, hw: HardwareModel, resident: int | None = None, effective: float = EFFECTIVE,
                  softness: float = SOFTNESS, in_step: float = IN_STEP, merged: float = MERGED,
                  near_readers: int = NEAR_READERS, crisp_first_wave: bool = True, crisp_waves: bool = False,
-                 unique: float = UNIQUE) -> None:
+                 unique: float = UNIQUE, drift: float = DRIFT) -> None:
         self.fp = fp
         self.hw = hw
         # blocks running at once on the whole GPU; without a figure, as many as the threads allow
         self.resident = max(1, resident if resident is not None else default_resident(hw, fp.threads))
         self.in_step = in_step
+        self.drift = drift  # the in-step share's power of 1 - gap / resident
         self.near_readers = near_readers  # earlier readers a near-partition copy is looked for among
         self.crisp_first_wave = crisp_first_wave  # the first `resident` blocks start at once
         self.crisp_waves = crisp_waves  # every wave of `resident` blocks starts at once (one block per SM)
@@ -342,7 +348,7 @@ class L2Model:
         key = (count, resident)
         if key not in self._by_count:
             gaps = np.arange(count, dtype=np.int64)
-            in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** 2, 0.0)
+            in_step = np.where(gaps > 0, np.clip(1.0 - gaps / resident, 0.0, 1.0) ** self.drift, 0.0)
             if self.crisp_waves:  # a block of an earlier wave started a lifetime before: never in step
                 in_step = np.zeros(count)
             step = self.in_step * in_step
