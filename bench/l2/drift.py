@@ -52,7 +52,7 @@ def main() -> None:
             kernels.append((card, name, Kernel(name, [r for r in rows if r["kernel"] == name], hw)))
     table = {(card, name): [scores(k, d) for d in values] for card, name, k in kernels}
     head = " | ".join(f"{d:g}" for d in values)
-    lines = [f"# The in-step share's drift exponent (DRIFT) on every kernel measured", "",
+    lines = ["# The in-step share's drift exponent (DRIFT) on every kernel measured", "",
              f"`python3 bench/l2/drift.py --drift {args.drift}` ({time.perf_counter() - start:.0f} s). Each cell: the hit "
              "rate's mean absolute error (points) / the mean absolute log ratio of predicted to measured DRAM bytes. "
              "The model uses DRIFT = 2.", "",
