@@ -156,3 +156,25 @@ def test_set_binds_only_what_the_file_leaves_open_where_a_launch_is(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(path), "--no-compile", "--json", "--set", "n=4096", "--set", "bs=32"])
     launches = json.loads(result.stdout)["kernels"][0]["launches"]
     assert [launch["grid_value"] for launch in launches] == [[256, 256, 1], [128, 128, 1]]
+
+
+def test_an_included_launch_is_taken_only_where_the_kernels_own_file_launches_it_nowhere(tmp_path):
+    """A launch from a file that includes the kernel's (origin "included") is the kernel's launch where its own file
+    has none, with the types and values it gives; where its own file launches it, that launch stands, unchanged and
+    with no contradiction (a --grid that disagrees with it is one)."""
+    from swzc.pipeline.driver import analyze_file
+
+    kernel = ("template <typename T>\n__global__ void k(T* a, int n) {\n"
+              "  const int i = blockIdx.x * 64 + threadIdx.x;\n  if (i < n) a[i] += 1;\n}\n")
+    fact = LaunchFact("k", (32, 1, 1), (64, 1, 1), (("n", 2048),), "included", types=(("T", "float"),), where="run.cu:9")
+    (tmp_path / "bare.cuh").write_text(kernel)
+    _, bare = analyze_file(str(tmp_path / "bare.cuh"), facts={"k": (fact,)}, facts_elsewhere=True)
+    (launch,) = bare.kernels[0].launches
+    assert (launch.grid, launch.block, launch.api, launch.bindings, launch.type_args) == \
+        ((32, 1, 1), (64, 1, 1), "run.cu:9", (("n", 2048),), (("T", "float"),))
+    (tmp_path / "own.cuh").write_text(kernel + "void go(float* a) { k<float><<<8, 64>>>(a, 512); }\n")
+    _, own = analyze_file(str(tmp_path / "own.cuh"), facts={"k": (fact,)}, facts_elsewhere=True)
+    (launch,) = own.kernels[0].launches
+    assert (launch.grid, launch.line, launch.bindings) == ((8, 1, 1), 6, (("n", 512),))
+    with pytest.raises(SwzcError, match="contradicts the launch"):
+        analyze_file(str(tmp_path / "own.cuh"), facts={"k": (LaunchFact("k", (32, 1, 1), None),)}, facts_elsewhere=True)

@@ -885,14 +885,89 @@ def test_a_launch_of_a_kernel_a_header_defines_names_the_header_to_read(work):
                                      b"  gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);\n}\n")
     said = invoke("suggest", "-v", "runner.cu").stdout
     assert said.count("launches kernel gemm") == 1  # one note a kernel
-    assert ("runner.cu: note: line 3 launches kernel gemm of kernels/gemm.cuh (gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>): "
-            "swzc reads a kernel in the file that defines it") in said
+    assert ("runner.cu: note: line 3 launches kernel gemm of kernels/gemm.cuh (gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>); "
+            "its grid is set at run time by n: swzc reads a kernel in the file that defines it") in said
     assert invoke("suggest", "-v", "kernels/gemm.cuh").stdout.count("kernel gemm") == 1  # and it is read there
     # a kernel of the runner's own, launched nowhere: the header's launch is not taken for one through a pointer
     (work / "own.cu").write_bytes(b'#include "kernels/gemm.cuh"\n' + GEMM.split(b"void run")[0].replace(b"gemm(", b"own(", 1) +
                                   b"void go(const float* A, const float* B, float* C) { gemm<<<dim3(8, 8), dim3(16, 16)>>>(A, B, C, 128); }\n")
     own = invoke("suggest", "-v", "own.cu").stdout
     assert "kernel own: unranked" in own and "pointer" not in own and "launches kernel gemm of kernels/gemm.cuh" in own
+
+
+def test_a_header_kernel_is_read_with_the_launch_of_a_file_of_the_run_that_includes_it(work):
+    """A runner includes its kernels' header and launches them with sizes it fixes.  Alone, the header's kernel
+    cannot be ranked (no launch there) and the runner's note gives the command that reads it with that launch;
+    named in one run (suggest or review), the header's kernel is read with it, and the suggestion says so."""
+    (work / "kernels").mkdir()
+    template = GEMM.split(b"void run")[0].replace(b"__global__ void gemm(const float*", b"template <typename T>\n__global__ void gemm(const T*")
+    (work / "kernels" / "gemm.cuh").write_bytes(template)
+    (work / "runner.cu").write_bytes(b'#include "kernels/gemm.cuh"\n'
+                                     b"void go(const float* A, const float* B, float* C) {\n"
+                                     b"  const int n = 4096;\n"
+                                     b"  gemm<float><<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);\n}\n"
+                                     b"void later(const float* A, const float* B, float* C, int m) {\n"
+                                     b"  gemm<float><<<dim3(m / 16, m / 16), dim3(16, 16)>>>(A, B, C, m);\n}\n")
+    alone = invoke("suggest", "kernels/gemm.cuh")
+    assert alone.exit_code == 0 and not suggestion_lines(alone.stdout)
+    runner = invoke("suggest", "runner.cu")  # by default: one line, naming the header
+    assert runner.exit_code == 0 and runner.stdout == "" and (
+        "swzc: note: runner.cu launches 1 kernel(s) defined in kernels/gemm.cuh: swzc reads a kernel in the file that "
+        "defines it; name that file too (`swzc suggest -v` gives the command that reads it with the launch)\n") in runner.stderr
+    note = invoke("suggest", "-v", "runner.cu").stdout
+    command = "swzc suggest kernels/gemm.cuh --grid gemm=256,256 --block gemm=16,16 --set n=4096 --set T=float"
+    assert f"line 4 launches kernel gemm of kernels/gemm.cuh (gemm<float><<<dim3(n / 16, n / 16), dim3(16, 16)>>>): " \
+           f"swzc reads a kernel in the file that defines it; with this launch: {command}" in note
+    given = invoke(*shlex.split(command)[1:])
+    both = invoke("suggest", "runner.cu", "kernels/gemm.cuh")
+    assert given.exit_code == both.exit_code == 1 and "defined in kernels/gemm.cuh" not in both.stderr
+    (by_hand,), (found,) = suggestion_lines(given.stdout), suggestion_lines(both.stdout)
+    assert found.group(0).startswith(by_hand.group(0).split(";")[0].split(" (at")[0])  # the same order and figures
+    assert "(at its launch at runner.cu:4)" in both.stdout
+    review = json.loads(invoke("review", "--format", "rdjson", "runner.cu", "kernels").stdout)
+    assert {d["location"]["path"] for d in review["diagnostics"]} == {"kernels/gemm.cuh"}
+    # the user's --grid comes first: the suggestion is for the grid given, and does not name the runner's launch
+    mine = invoke("suggest", "runner.cu", "kernels/gemm.cuh", "--grid", "gemm=512,512", "--block", "gemm=16,16", "--set", "n=8192",
+                  "--set", "T=float")
+    (suggested,) = suggestion_lines(mine.stdout)
+    assert suggested.group("dram0") != found.group("dram0") and "runner.cu" not in mine.stdout
+
+
+def test_an_including_file_with_a_line_break_in_its_name_is_named_on_one_line(work):
+    """The launch a header's kernel is read with is named in its suggestion: an including file's name with a line
+    break or an escape in it is quoted as a patch quotes it, so it cannot start a line of its own."""
+    (work / "kernels").mkdir()
+    (work / "kernels" / "gemm.cuh").write_bytes(GEMM.split(b"void run")[0])
+    name = "r\ngemm.cuh:1: kernel gemm: \x1b[2Jx.cu"
+    (work / name).write_bytes(b'#include "kernels/gemm.cuh"\n' + b"void run" + GEMM.split(b"void run")[1])
+    said = invoke("suggest", name, "kernels/gemm.cuh")
+    (found,) = suggestion_lines(said.stdout)
+    assert found.group("swept") == 'its launch at "r\\ngemm.cuh:1: kernel gemm: \\033[2Jx.cu":3'
+    assert said.stdout.count("\n") == 1 and "\x1b" not in said.stdout
+
+
+def test_a_launch_in_an_including_file_never_replaces_the_kernels_own(work):
+    """A header that launches its kernel itself keeps its own launch: another file's launch of it, with another
+    grid, is no contradiction and changes nothing.  A launch whose grid the including file sets at run time (through
+    a header between them) has the header's kernel ranked over the sizes it takes, as a file's own would be."""
+    (work / "kernels").mkdir()
+    (work / "kernels" / "own.cuh").write_bytes(GEMM)
+    (work / "runner.cu").write_bytes(b'#include "kernels/own.cuh"\n'
+                                     b"void go(const float* A, const float* B, float* C) { gemm<<<dim3(8, 8), dim3(16, 16)>>>(A, B, C, 128); }\n")
+    both = invoke("suggest", "runner.cu", "kernels/own.cuh")
+    assert both.exit_code == 1 and both.stdout == invoke("suggest", "kernels/own.cuh").stdout
+    (work / "kernels" / "bare.cuh").write_bytes(GEMM.split(b"void run")[0])
+    (work / "all.cuh").write_bytes(b'#pragma once\n#include "kernels/bare.cuh"\n')
+    (work / "sized.cu").write_bytes(b'#include "all.cuh"\n'
+                                    b"void go(const float* A, const float* B, float* C, int m) { gemm<<<dim3(m / 16, m / 16), dim3(16, 16)>>>(A, B, C, m); }\n")
+    sized = invoke("suggest", "-v", "sized.cu", "kernels/bare.cuh")
+    assert "its grid is set at run time by m: swzc reads a kernel in the file that defines it; name that file too" in sized.stdout
+    (swept,) = suggestion_lines(sized.stdout)
+    assert sized.exit_code == 1 and swept.group("path") == "kernels/bare.cuh" and "@" in swept.group("swizzle")
+    assert swept.group("swept").startswith("n = ") and swept.group("swept").endswith("; its launch at sized.cu:2")
+    (work / "own.cu").write_bytes(GEMM.replace(b"16, 16", b"8, 8"))  # its own launch: read with it, no sweep
+    (work / "all.cuh").write_bytes(b'#pragma once\n#include "own.cu"\n')
+    assert [m.group("swept") for m in suggestion_lines(invoke("suggest", "sized.cu", "own.cu").stdout)] == [None]
 
 
 def test_the_values_a_kernels_writes_use_are_asked_for_with_those_its_reads_use(work):

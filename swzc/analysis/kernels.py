@@ -21,10 +21,11 @@ from swzc.analysis import tileloop
 from swzc.analysis.calls import Readers, _callees, _calls, _reach, external_helper_hazards, find_readers, unseen_reader_hazards
 from swzc.analysis.hazards import (_BLOCK_INDEX_TEXT, _block_macros, _Broken, _hazards, _kernels_in_errors, _set_aside_hazards,
                                    _syntax_hazards, _volatile_names)
-from swzc.analysis.launches import Site, foreign_launches, integer_parameters, kernel_launches, launch_sites
-from swzc.analysis.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, LaunchFact
+from swzc.analysis.launches import Site, foreign_launches, included_launches, integer_parameters, kernel_launches, launch_sites
+from swzc.analysis.records import BlockUse, Decode, FileAnalysis, Hazard, Helper, KernelInfo, Launch, LaunchFact
 from swzc.analysis.splice_safety import side_effect_in, splice_text
 from swzc.analysis.templates import TemplateParameter, template_parameters
+from swzc.core import clean
 from swzc.frontend import queries
 from swzc.frontend.evaluate import Scope, Value
 from swzc.frontend.preprocess import Preprocessed
@@ -66,7 +67,19 @@ def relaunched(ctx: FileContext, kernel: KernelInfo, user: Mapping[str, Value | 
     sites = launch_sites(ctx.src, pre, scope, {kernel.name}, ctx.matches("launches")).get(kernel.name, ())
     body = function.child_by_field_name("body")
     divisor = _decode(ctx.src, body, list(kernel.uses))[0] if kernel.decode is not None and body is not None else None
-    return replace(kernel, launches=tuple(kernel_launches(ctx.src, function, sites, scope, divisor, kernel.tile_loop, None)))
+    return replace(kernel, launches=tuple(kernel_launches(ctx.src, function, sites, scope, divisor, kernel.tile_loop,
+                                                          None if sites else _included_at(kernel, user))))
+
+
+def _included_at(kernel: KernelInfo, user: Mapping[str, Value | str]) -> tuple[LaunchFact, ...] | None:
+    """A launch in a file including this one, whose grid is set at run time there, at the size `user` binds its
+    sizes to (`Launch.by_size`): its grid and what it gives the kernel's parameters there; None at another size."""
+    launch = next((la for la in kernel.launches if la.by_size), None)
+    size = user.get(launch.sizes[0]) if launch is not None and launch.sizes else None
+    for at, grid, args in launch.by_size if launch is not None else ():
+        if at == size:
+            return (LaunchFact(kernel.name, grid, launch.block, args, "included", types=launch.type_args, where=launch.api),)
+    return None
 
 
 def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
@@ -104,33 +117,84 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     }
     identifiers = frozenset(text(n) for n in walk(root) if n.type in ("identifier", "type_identifier", "field_identifier"))
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
-    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in functions(root)})
+    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in functions(root)}, user or {})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
 
 
 def header_kernels(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
     """The kernels the headers `src` includes define, each with its header's path as `src`'s path names it."""
-    found: dict[str, str] = {}
+    return {name: shown for name, (_, _, shown) in _header_definitions(src, pre).items()}
+
+
+def _header_definitions(src: SourceFile, pre: Preprocessed) -> dict[str, tuple[Node, str, str]]:
+    """The kernels the headers `src` includes define: name -> (definition, the header's real path, its path as
+    `src`'s path names it); the first header's where two define one name."""
+    found: dict[str, tuple[Node, str, str]] = {}
     here = os.path.dirname(os.path.abspath(src.path))
     for header in pre.headers:
         for function, _ in functions(header.src.tree.root_node):
             if function.child_by_field_name("body") is not None and _has_token(function, "__global__"):
-                found.setdefault(function_name(function), os.path.join(os.path.dirname(src.path), os.path.relpath(header.path, here)))
+                shown = os.path.join(os.path.dirname(src.path), os.path.relpath(header.path, here))
+                found.setdefault(function_name(function), (function, os.path.realpath(header.path), shown))
     return found
 
 
-def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str]) -> tuple[str, ...]:
+def launches_of_header_kernels(ctx: FileContext, user: Mapping[str, Value | str] | None = None
+                               ) -> list[tuple[str, Launch, LaunchFact | None]]:
+    """The launches in this file of kernels its headers define, in the file's order, each with its header's real
+    path and, where this file fixes its grid and block, the fact the header's analysis takes (`included_launches`)."""
+    pre, scope = ctx.prepared(user)
+    own = {function_name(f) for f, _ in functions(ctx.src.tree.root_node)}
+    defined = {name: d for name, d in _header_definitions(ctx.src, pre).items() if name not in own}
+    if not defined:
+        return []
+    found = included_launches(ctx.src, pre, scope, ctx.matches("launches"), {name: d[0] for name, d in defined.items()})
+    return [(defined[launch.kernel][1], launch, fact) for launch, fact in found]
+
+
+HEADER_LAUNCH = re.compile(r"^line \d+ launches kernel \w+ of (.+?) \(")  # `_launched_from_here`'s notes: the header named
+
+
+def own_launched_kernels(ctx: FileContext) -> set[str]:
+    """The kernels this file defines and launches itself."""
+    pre, scope = ctx.prepared()
+    defined = {function_name(f) for f, _ in functions(ctx.src.tree.root_node) if _has_token(f, "__global__")}
+    return set(launch_sites(ctx.src, pre, scope, defined, ctx.matches("launches")))
+
+
+def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str], user: Mapping[str, Value | str]) -> tuple[str, ...]:
     """Launches here of kernels a header defines (a runner including its kernels' headers): swzc reads a kernel
-    in the file that defines it, so each is said with the file to name and what this launch gives it."""
+    in the file that defines it, so each is said with the file to name and what this launch gives it: the
+    command that reads the header with it, where this file fixes the launch."""
     in_headers = header_kernels(ctx.src, pre)
+    launched = {(launch.kernel, launch.line): (launch, fact) for _, launch, fact in launches_of_header_kernels(ctx, user)}
     said: dict[str, str] = {}  # one note a kernel: its first launch here
-    for launch, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
-        if name in in_headers and pre.active(launch):
-            said.setdefault(name, f"line {_line(launch)} launches kernel {name} of {in_headers[name]} "
-                                  f"({callee[:80]}<<<{config[:80].strip('<>')}>>>): swzc reads a kernel in the file "
-                                  "that defines it; name that file, with --grid, --block and --set for what this launch gives it")
+    for node, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
+        if name not in in_headers or not pre.active(node) or name in said:
+            continue
+        head = f"line {_line(node)} launches kernel {name} of {in_headers[name]} ({callee[:80]}<<<{config[:80].strip('<>')}>>>)"
+        launch, fact = launched.get((name, _line(node)), (None, None))
+        if fact is not None:
+            said[name] = (f"{head}: swzc reads a kernel in the file that defines it; with this launch: "
+                          f"{_header_command(in_headers[name], fact)} (or name both files in one suggest or review)")
+        else:
+            open_ = f"; its grid is set at run time by {', '.join(launch.sizes)}" if launch is not None and launch.sizes else ""
+            said[name] = (f"{head}{open_}: swzc reads a kernel in the file that defines it; name that file too in one suggest "
+                          "or review, which reads it with this launch, or name it with --grid, --block and --set for what "
+                          "this launch gives it")
     return tuple(said.values())
+
+
+def _header_command(header: str, fact: LaunchFact) -> str:
+    """`swzc suggest HEADER --grid K=X,Y --block K=X --set P=V …`: the header read with one launch of its kernel."""
+    dims = lambda d: ",".join(map(str, d[:max(i + 1 for i, v in enumerate(d) if v != 1 or i == 0)]))  # noqa: E731
+    words = ["swzc", "suggest", clean.shell_path(header), "--grid", f"{fact.kernel}={dims(fact.grid)}",
+             "--block", f"{fact.kernel}={dims(fact.block)}"]
+    for name, value in (*fact.args, *fact.types):
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            words += ["--set", clean.shell_word(f"{name}={value}")]
+    return " ".join(words)
 
 
 # ---- one kernel ----------------------------------------------------------------------------------------------

@@ -59,6 +59,23 @@ def foreign_launches(found: list[dict[str, list[Node]]], functions: Collection[s
     return sorted(seen, key=lambda launch: launch[0].start_byte)
 
 
+def included_launches(src: SourceFile, pre: Preprocessed, scope: Scope, found: list[dict[str, list[Node]]],
+                      defined: Mapping[str, Node]) -> list[tuple[Launch, LaunchFact | None]]:
+    """The launches here of kernels a header defines (`defined`: name -> the header's definition), in the file's
+    order: each with what its arguments give the kernel's parameters, and as the fact the header's own analysis
+    takes where this file fixes its grid and block (else None: `Launch.sizes` names what sets them)."""
+    out: list[tuple[Launch, LaunchFact | None]] = []
+    sites = launch_sites(src, pre, scope, set(defined), found)
+    for name, function in defined.items():
+        for record in kernel_launches(src, function, sites.get(name, ()), scope, None, None, None):
+            fact = None
+            if record.grid is not None and record.block is not None:
+                fact = LaunchFact(name, record.grid, record.block, record.bindings, "included", types=record.type_args,
+                                  where=f"{src.path}:{record.line}")
+            out.append((record, fact))
+    return sorted(out, key=lambda pair: pair[0].line)
+
+
 def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], scope: Scope, divisor: Node | None,
                     loop: TileLoop | None, facts: tuple[LaunchFact, ...] | None) -> list[Launch]:
     """The launches of the kernel `function` defines: each with the (template) parameters it binds, the types
@@ -219,10 +236,12 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
                 divisor: Node | None, loop: TileLoop | None = None) -> list[Launch]:
     """The kernel's launches with what the user or a run says of them.  A --grid or --block that disagrees
     with a launch the file fixes is an input error naming both; a size the file leaves open is filled.
-    Observed launches are what ran: they replace the file's (the most frequent first)."""
+    Observed launches are what ran: they replace the file's (the most frequent first).  A launch in a file that
+    includes this one is the kernel's launch only where the kernel has no other."""
     name = function_name(function)
-    given = [f for f in facts if f.origin != "observed"]
+    given = [f for f in facts if f.origin not in ("observed", "included")]
     observed = sorted((f for f in facts if f.origin == "observed"), key=lambda f: -f.count)
+    included = [f for f in facts if f.origin == "included"]
     out = []
     for launch in launches if not observed else []:
         for fact in given:
@@ -234,10 +253,10 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
                              bindings=tuple(sorted({**dict(fact.args), **dict(launch.bindings)}.items())))
         out.append(launch)
     if not out:
-        for fact in observed or given:
+        for fact in observed or given or included:
             shown = lambda d: f"dim3({', '.join(map(str, d))})" if d else ""  # noqa: E731
-            out.append(Launch(name, 0, fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
-                              bindings=tuple(sorted(fact.args))))
+            out.append(Launch(name, 0, fact.where or fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
+                              bindings=tuple(sorted(fact.args)), type_args=fact.types, sizes=fact.sizes, by_size=fact.by_size))
     for i, launch in enumerate(out):
         if loop is not None and launch.tiles is None:
             count, columns = tileloop.launch_values(loop, function, scope.child(dict(launch.bindings)))

@@ -41,18 +41,36 @@ class Launch:
     # parameter of the launching function, a variable read from argv, ...), for swzc.model.sweep to range over.
     sizes: tuple[str, ...] = ()  # `dims.x`: the dim3 `dims` (a sweep binds it to (s, s, 1))
     block_sizes: tuple[str, ...] = ()  # where the block is set at run time too: the names that set it
+    # A launch in a file that includes this one, with its grid set at run time there: the grid it gives and the values
+    # it gives the kernel's parameters with the names that set them bound to each size a sweep ranges over (`sizes`
+    # are then the kernel's parameters that take the size)
+    by_size: tuple[tuple[int, Dim3, tuple[tuple[str, Value], ...]], ...] = ()
+
+    @property
+    def at(self) -> str:
+        """Where it is, for a message: "line 12", or for a launch in a file that includes this one, "runner.cu:12"."""
+        return f"line {self.line}" if self.line else self.api
 
 
 @dataclass(frozen=True)
 class LaunchFact:
-    """A kernel's launch as the user gives it (--grid/--block) or as a run of the program showed it."""
+    """A kernel's launch as the user gives it (--grid/--block), as a run of the program showed it, or as a file that
+    includes the kernel's launches it."""
 
     kernel: str
     grid: Dim3 | None
     block: Dim3 | None
     args: tuple[tuple[str, Value], ...] = ()  # scalar arguments, by parameter name
-    origin: str = "--grid"  # "--grid" (must agree with the file) or "observed" (what ran)
+    # "--grid" (must agree with the file), "observed" (what ran) or "included" (a launch in a file that includes the
+    # kernel's header, at `where`: taken only where the kernel's own file launches it nowhere)
+    origin: str = "--grid"
     count: int = 1  # launches seen with this configuration
+    types: tuple[tuple[str, str], ...] = ()  # template type parameters the launch fixes ("included")
+    where: str = ""  # "runner.cu:12": the launch an "included" fact is
+    # "included" with a grid set at run time (grid None): the kernel's parameters that take a sweep's size, and the
+    # grid and parameter values at each size (Launch.by_size)
+    sizes: tuple[str, ...] = ()
+    by_size: tuple[tuple[int, Dim3, tuple[tuple[str, Value], ...]], ...] = ()
 
 
 @dataclass(frozen=True)

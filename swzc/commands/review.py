@@ -12,7 +12,7 @@ import functools
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import click
 
@@ -25,8 +25,9 @@ from swzc.core.memo import Memo
 from swzc.core.outputs import STDOUT, Output
 from swzc.core.signals import interrupt_received
 from swzc.frontend.evaluate import Value
+from swzc.frontend.preprocess import CompileContext
 from swzc.pipeline.driver import Options, RewriteResult, load_hw, parse_bindings, parse_launch_facts, rewrite_file
-from swzc.pipeline.reading import build_context, input_limit, source_files
+from swzc.pipeline.reading import build_context, input_limit, launches_between, source_files
 from swzc.report import emitters
 from swzc.report.emitters import FORMATS
 from swzc.report.findings import changed_lines, findings_from
@@ -120,6 +121,14 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
                                      values["defines"], values["build_path"])
     work = [(file, made[id(per_file[file])]) for file in files]
     facts = {kernel: fact for read in made.values() for kernel, fact in read.facts.items()} or facts
+
+    def reading(file: str) -> tuple[CompileContext, Mapping[str, Value | str]]:
+        read = made[id(per_file[file])]
+        return build_context(file, read.include_dirs, read.defines, read.build_path)[0], read.bound
+
+    # a kernel defined in one FILE and launched from another that includes it is read with that launch
+    included = launches_between(files, reading, max_bytes)
+    work = [(file, replace(read, facts={**included[file], **read.facts}) if file in included else read) for file, read in work]
     results: list[RewriteResult] = []
     changed: dict[str, frozenset[int]] = {}
     failed: list[SwzcError] = []

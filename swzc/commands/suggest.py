@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
 import click
@@ -21,8 +22,10 @@ from click.core import ParameterSource
 from swzc.commands.cli import (build_options, each_file, guarded, hw_option, json_option, max_bytes_option, per_project,
                                results_cache, set_option, verbosity, verbosity_options)
 from swzc.core import clean
+from swzc.frontend.evaluate import Value
+from swzc.frontend.preprocess import CompileContext
 from swzc.pipeline.driver import load_hw, parse_bindings, parse_launch_facts, unspelled_note
-from swzc.pipeline.reading import NO_SUCH_FOLDER, source_files
+from swzc.pipeline.reading import NO_SUCH_FOLDER, build_context, launches_between, source_files
 from swzc.report import suggest as suggest_report
 from swzc.report.suggest import Settings, exit_code, kernel_of, suggest_files
 
@@ -115,6 +118,13 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
                                        include_dirs=values["include_dirs"], defines=values["defines"],
                                        build_path=values["build_path"], grids=values["grids"], blocks=values["blocks"])
     work = [(file, made[id(per_file[file])]) for file in files]
+    # a kernel defined in one FILE and launched from another that includes it is read with that launch
+    def reading(file: str) -> tuple[CompileContext, Mapping[str, Value | str]]:
+        read = made[id(per_file[file])]
+        return build_context(file, read.include_dirs, read.defines, read.build_path, read.parses, read.memo)[0], read.bound
+
+    included = launches_between(files, reading, max_bytes)
+    work = [(file, replace(s, included=included[file]) if file in included else s) for file, s in work]
     empty = [d for d in given if os.path.isdir(d) and not any(f.startswith(os.path.join(d, "")) for f in files)]
     if empty and not quiet:
         clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")
@@ -139,9 +149,9 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     if folders and not quiet and not verbose:  # a typo in -I hides every header there: said once, whatever else is
         for note in folders:
             clean.echo(f"swzc: note: {note}", err=True, kind="note")
-    hint = suggest_report.unranked_hint(reports)
-    if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
-        clean.echo(f"swzc: note: {hint}", err=True, kind="note")
+    for hint in (suggest_report.unranked_hint(reports), suggest_report.elsewhere_hint(reports, files)):
+        if hint and not quiet and not verbose and not as_json:  # -v prints each one's reason instead
+            clean.echo(f"swzc: note: {hint}", err=True, kind="note")
     code = exit_code(reports, exit_zero)
     if as_json:
         read_for = {r.hw for r in reports if r.hw}  # each FILE's is in the document too

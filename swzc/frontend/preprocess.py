@@ -331,6 +331,32 @@ def _find_header(spelled: str, folder: str, include_dirs: tuple[str, ...]) -> st
     return None
 
 
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+
+
+def includes_any(path: str, include_dirs: tuple[str, ...], targets: Iterable[str], most: int = 256) -> bool:
+    """Whether the file at `path` includes one of `targets` (real paths) through its quoted #include lines and
+    theirs, read as text (every branch of an #if, so a header a branch leaves out counts too), found as the
+    preprocessor finds them; at most `most` files are read."""
+    wanted = set(targets)
+    seen = {os.path.realpath(path)}
+    todo = [path]
+    while todo and len(seen) <= most:
+        current = todo.pop()
+        data = read_regular_file(current, MAX_HEADER_BYTES)
+        if isinstance(data, str):
+            continue
+        for match in _QUOTED_INCLUDE.finditer(data):
+            found = _find_header(match.group(1).decode("utf-8", "replace"), os.path.dirname(os.path.abspath(current)), include_dirs)
+            real = os.path.realpath(found) if found is not None else None
+            if real in wanted:
+                return True
+            if real is not None and real not in seen:
+                seen.add(real)
+                todo.append(found)
+    return False
+
+
 def _read_header(path: str, spelled: str, state: _State) -> SourceFile | None:
     data = read_regular_file(path, MAX_HEADER_BYTES)
     if isinstance(data, str):

@@ -78,7 +78,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     calls = [n for n in (*names, *launch.block_sizes) if n.endswith("()")]
     fields = [n for n in (*names, *launch.block_sizes) if not _bindable(n) and n not in calls]
     if calls or fields:
-        why = (f"its launch at line {launch.line} calls {', '.join(calls)}, whose body is in neither this file nor a header "
+        why = (f"its launch at {launch.at} calls {', '.join(calls)}, whose body is in neither this file nor a header "
                "it reads (-I adds a header's folder)" if calls else
                f"the grid is set at run time through {', '.join(fields)}, which a sweep of sizes cannot bind (--set takes names)")
         return _unfollowed(ctx, kernel, hw, user, tuple(n for n in names if _bindable(n))) or \
@@ -204,7 +204,7 @@ def unsized(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappi
     if followed or first is None:
         return followed
     if first.sizes and first.block is None and not first.block_sizes:
-        return (f"its block at line {first.line} ({' '.join(first.block_text.split())[:60]}) is what swzc does not "
+        return (f"its block at {first.at} ({' '.join(first.block_text.split())[:60]}) is what swzc does not "
                 f"evaluate; give it with --block {kernel.name}=X,Y, and the sizes with --set")
     return ""
 
@@ -222,7 +222,7 @@ def _unfollowed(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: M
     at, first, unset = probe
     got = survey(ctx, _stand_in(at, first, unset, kernel.dims), hw, dict(user), False, (), None)
     if isinstance(got, str) and got.startswith("the model cannot follow"):
-        where = f"set at run time at line {first.line}" if first.line else "launched nowhere in this file"
+        where = f"set at run time at {first.at}" if first.line or first.by_size else "launched nowhere in this file"
         return f"{got} (whatever its grid, {where})"
     return ""
 

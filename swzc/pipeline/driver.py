@@ -342,7 +342,7 @@ def _rank(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, bindings: Map
         swept = rank_over_sizes(ctx, kernel, hw, bindings, compiler, flags, calibration)
         if isinstance(swept, Ranking):
             return swept
-        return f"{swept} (the grid at line {launch.line} is set at run time by {', '.join(launch.sizes)})"
+        return f"{swept} (the grid at {launch.at} is set at run time by {', '.join(launch.sizes)})"
     if isinstance(got, str) and sizes and got.startswith("no launch in this file fixes"):
         # said now, not after the --grid this asks for: one round, not two or more
         open_ = open_template_parameters(ctx, kernel, bindings)

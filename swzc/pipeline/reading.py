@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
+from swzc.analysis.context import FileContext
+from swzc.analysis.kernels import launches_of_header_kernels, own_launched_kernels
+from swzc.analysis.records import Launch, LaunchFact
 from swzc.core.errors import SwzcError
+from swzc.frontend import source
+from swzc.frontend.evaluate import Dim3, Value
+from swzc.model.rank import size_bindings
+from swzc.model.sweep import SIZES
+from swzc.rewrite.patch import quoted
 from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
 from swzc.core.memo import Memo
-from swzc.frontend.build_context import HeaderParses
+from swzc.frontend.build_context import HeaderParses, read_regular_file
+from swzc.frontend.preprocess import includes_any
 from swzc.frontend.source import max_input_bytes
 
 
@@ -77,3 +86,83 @@ def source_files(paths: Sequence[str]) -> tuple[str, ...]:
     for path in found:
         seen.setdefault(os.path.realpath(path), path)
     return tuple(seen.values())
+
+
+_GLOBAL = re.compile(rb"\b__global__\b")
+_LAUNCH = re.compile(rb"<<<|\bhipLaunchKernelGGL\b|\bcudaLaunch\w*Kernel|\bhipLaunch\w*Kernel")
+
+
+def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileContext, Mapping[str, Value | str]]],
+                     max_bytes: int) -> dict[str, dict[str, tuple[LaunchFact, ...]]]:
+    """What the run's FILES say of each other's kernels: a runner that includes its kernels' header launches them,
+    and swzc reads a kernel in the file that defines it.  For each FILE whose kernels another FILE launches
+    through an #include and its own file does not: those launches ("included" facts, the same configuration
+    once), by the FILE as given and kernel; each with the grid and block that FILE fixes, or the grid it sets at
+    run time at each size of a sweep (`_sized_launches`).  `read(FILE)`: its build's context and --set bindings.
+    Only a FILE that includes another FILE of the run that spells `__global__` and no launch (includes_any) is
+    parsed here; one that cannot be read or parsed is left for the run to report."""
+    wanted = {os.path.realpath(f): f for f in files}
+    kernels = set()  # the FILEs that may define a kernel and launch none (a header of kernels)
+    for real, file in wanted.items():
+        data = read_regular_file(file, max_bytes)
+        if not isinstance(data, str) and _GLOBAL.search(data) and not _LAUNCH.search(data):
+            kernels.add(real)
+    found: dict[str, dict[str, list[LaunchFact]]] = {}
+    for file in files if kernels and len(wanted) > 1 else ():
+        try:
+            context, bindings = read(file)
+            if not includes_any(file, context.include_dirs, kernels - {os.path.realpath(file)}):
+                continue
+            with input_limit(max_bytes):
+                ctx = FileContext(source.load(file), context)
+                launched = launches_of_header_kernels(ctx, bindings)
+        except SwzcError:
+            continue
+        sized = _sized_launches(ctx, bindings, [(h, launch) for h, launch, fact in launched if fact is None and h in wanted])
+        for header, launch, fact in [*launched, *sized]:
+            if fact is None or header not in wanted or header == os.path.realpath(file):
+                continue
+            have = found.setdefault(wanted[header], {}).setdefault(fact.kernel, [])
+            if not any((f.grid, f.block, f.args, f.types) == (fact.grid, fact.block, fact.args, fact.types) for f in have):
+                have.append(replace(fact, where=f"{quoted(file)}:{launch.line}"))  # a name with a newline stays on its line
+    out: dict[str, dict[str, tuple[LaunchFact, ...]]] = {}
+    for path, by_kernel in found.items():  # a kernel its own file launches is read with that launch: none is given
+        try:
+            context, _ = read(path)
+            with input_limit(max_bytes):
+                own = own_launched_kernels(FileContext(source.load(path), context))
+        except SwzcError:
+            continue
+        if any(kernel not in own for kernel in by_kernel):
+            out[path] = {kernel: tuple(facts) for kernel, facts in by_kernel.items() if kernel not in own}
+    return out
+
+
+def _sized_launches(ctx: FileContext, bindings: Mapping[str, Value | str], launches: Sequence[tuple[str, Launch]]
+                    ) -> list[tuple[str, Launch, LaunchFact]]:
+    """The launches among `launches` (header, launch) whose grid this file sets at run time and whose block it fixes,
+    each as an "included" fact for a sweep of the header's kernel: the names that set its grid bound to each of the
+    sweep's sizes in turn (as the sweep binds a file's own), the grid and the kernel's parameter values at each; the
+    parameters that take the size at every one are what the sweep binds.  A launch none of whose parameters takes the
+    size gives none."""
+    out = []
+    groups: dict[frozenset[str], list[tuple[str, Launch]]] = {}  # launches set by the same names: evaluated together
+    for header, launch in launches:
+        if launch.block is not None and launch.sizes:
+            groups.setdefault(frozenset(launch.sizes), []).append((header, launch))
+    for names, group in groups.items():
+        tables: dict[tuple[str, int], list[tuple[int, Dim3, tuple[tuple[str, Value], ...]]]] = {}
+        for size in SIZES:
+            again = {(la.kernel, la.line): la for _, la, _ in launches_of_header_kernels(ctx, {**bindings, **size_bindings(sorted(names), size)})}
+            for _, launch in group:
+                at = again.get((launch.kernel, launch.line))
+                if at is not None and at.grid is not None and at.block == launch.block:
+                    tables.setdefault((launch.kernel, launch.line), []).append((size, at.grid, at.bindings))
+        for header, launch in group:
+            table = tables.get((launch.kernel, launch.line), [])
+            taking = tuple(n for n, _ in table[0][2] if all(dict(args).get(n) == size for size, _, args in table)) if table else ()
+            if taking:
+                common = tuple((n, v) for n, v in table[0][2] if n not in taking and all((n, v) in args for _, _, args in table))
+                out.append((header, launch, LaunchFact(launch.kernel, None, launch.block, common, "included", types=launch.type_args,
+                                                       where=f"{ctx.src.path}:{launch.line}", sizes=taking, by_size=tuple(table))))
+    return out

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from swzc.analysis.kernels import HEADER_LAUNCH
+from swzc.analysis.records import LaunchFact
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.memo import Memo
@@ -84,6 +86,9 @@ class Settings:
     # default it leaves out, since `swzc rewrite` run in the same place reads the same pyproject.toml.
     passed: tuple[str, ...] = ()  # --hw, --set, -I, -D, -p, as words
     passed_launches: tuple[tuple[str, str], ...] = ()  # ("--grid" or "--block", KERNEL=X,Y), kept per FILE
+    # launches of this FILE's kernels in another FILE of the run that includes it (reading.launches_between); a
+    # --grid or --block given for a kernel comes first
+    included: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)
     parses: HeaderParses = field(default_factory=HeaderParses, compare=False)  # headers the files include, parsed once
     memo: Memo = field(default_factory=Memo, compare=False)  # the results cache (swzc.core.memo): off unless the command turns it on
 
@@ -132,8 +137,16 @@ def suggestions_of(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     apply = _apply_command(path, outcomes, settings)
     # a gated order's figures are its own, ungated, at the largest size ranked (as identity's are)
     return tuple(Suggestion(o.name, o.line, str(o.swizzle), _predicted(o.candidates, "identity"),
-                            _predicted(o.candidates, str(o.swizzle).partition("@")[0]), o.chosen_by, apply, _swept(o))
+                            _predicted(o.candidates, str(o.swizzle).partition("@")[0]), o.chosen_by, apply,
+                            "; ".join(filter(None, (_swept(o), _launched_from(o.name, settings)))))
                  for o in rewritten)
+
+
+def _launched_from(kernel: str, settings: Settings) -> str:
+    """For a kernel read with a launch in another FILE that includes it (and no --grid of the user's): that launch."""
+    given = {kernel_of(pair) for pair in (*settings.grids, *settings.blocks)}
+    facts = settings.included.get(kernel, ()) if kernel not in given else ()
+    return f"its launch at {facts[0].where}" if facts else ""
 
 
 def _swept(o: KernelOutcome) -> str:
@@ -155,7 +168,7 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
                                                settings.parses, settings.memo)
         with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
             options = Options(hw=settings.hw, bindings=settings.bound, context=context,
-                              facts=parse_launch_facts(settings.grids, settings.blocks), facts_elsewhere=True,
+                              facts={**settings.included, **parse_launch_facts(settings.grids, settings.blocks)}, facts_elsewhere=True,
                               bench=False, compile=False, proposer="builtin")
             result = rewrite_file(path, options)
     except SwzcError as exc:
@@ -248,6 +261,23 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
              "or --set" if missing else "--grid, --block or --set")
     return (f"{len(unranked)} kernel(s) in {where} could not be ranked by the L2 model and get no suggestion "
             f"(`swzc suggest -v` says why; {lacks} often gives what it lacks)")
+
+
+def elsewhere_hint(reports: Sequence[FileSuggestions], files: Sequence[str]) -> str:
+    """One line on the kernels FILES launch that headers outside the run define, which the default output passes
+    over ('' where none): swzc reads a kernel in its own file, and -v gives the command that reads it with the launch."""
+    named = {os.path.realpath(f) for f in files}
+    launching = [(r.path, header) for r in reports for n in r.notes for m in [HEADER_LAUNCH.match(n)] if m
+                 for header in [m.group(1)] if os.path.realpath(header) not in named]
+    if not launching:
+        return ""
+    paths = list(dict.fromkeys(path for path, _ in launching))
+    headers = list(dict.fromkeys(header for _, header in launching))
+    where = quoted(paths[0]) if len(paths) == 1 else f"{len(paths)} files"
+    shown = ", ".join(quoted(h) for h in headers[:3]) + (f" and {len(headers) - 3} more" if len(headers) > 3 else "")
+    verb = "launches" if len(paths) == 1 else "launch"
+    return (f"{where} {verb} {len(launching)} kernel(s) defined in {shown}: swzc reads a kernel in the file that defines it; "
+            "name that file too (`swzc suggest -v` gives the command that reads it with the launch)")
 
 
 def _suggestion_text(s: Suggestion, path: str, apply: str) -> str:

@@ -67,15 +67,15 @@ def footprint(ctx: FileContext, kernel: KernelInfo, launch_index: int = 0, user:
     tile = kernel.tile_loop
     if tile is not None:
         if launch.tiles is None:
-            return f"the tile count {tile.count!r} of the tile loop is not known at line {launch.line}"
+            return f"the tile count {tile.count!r} of the tile loop is not known at {launch.at}"
         if tile.decode is not None and launch.divisor is None:
-            return f"the tile decode divisor {tile.decode.divisor!r} is not known at line {launch.line}"
+            return f"the tile decode divisor {tile.decode.divisor!r} is not known at {launch.at}"
         # One tile plays one block: the loop variable is the linear tile index over a (T, 1, 1) tile space.
         grid = (launch.tiles, 1, 1)
         adapter, divisor = ("1d", launch.divisor) if tile.decode is not None else ("linear", None)
     else:
         if kernel.decode is not None and launch.divisor is None:
-            return f"the tile decode divisor {kernel.decode.divisor!r} is not known at line {launch.line}"
+            return f"the tile decode divisor {kernel.decode.divisor!r} is not known at {launch.at}"
         grid, adapter, divisor = launch.grid, kernel.adapter, launch.divisor
     function = kernel_function(ctx, kernel)
     if function is None:
