@@ -63,15 +63,15 @@ def included_launches(src: SourceFile, pre: Preprocessed, scope: Scope, found: l
                       defined: Mapping[str, Node]) -> list[tuple[Launch, LaunchFact | None]]:
     """The launches here of kernels a header defines (`defined`: name -> the header's definition), in the file's
     order: each with what its arguments give the kernel's parameters, and as the fact the header's own analysis
-    takes where this file fixes its grid and block (else None: `Launch.sizes` names what sets them)."""
+    takes where this file fixes its grid and block (else None: `Launch.sizes` names what sets them); the run that
+    gives a fact to another file says where it is (`LaunchFact.where`)."""
     out: list[tuple[Launch, LaunchFact | None]] = []
     sites = launch_sites(src, pre, scope, set(defined), found)
     for name, function in defined.items():
         for record in kernel_launches(src, function, sites.get(name, ()), scope, None, None, None):
             fact = None
             if record.grid is not None and record.block is not None:
-                fact = LaunchFact(name, record.grid, record.block, record.bindings, "included", types=record.type_args,
-                                  where=f"{src.path}:{record.line}")
+                fact = LaunchFact(name, record.grid, record.block, record.bindings, "included", types=record.type_args)
             out.append((record, fact))
     return sorted(out, key=lambda pair: pair[0].line)
 
