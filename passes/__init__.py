@@ -12,11 +12,12 @@ Which order each kernel gets, or why it gets none, is decided before any pass ru
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 from swzc.analysis import tileloop
 from swzc.analysis.records import FileAnalysis, KernelInfo
-from swzc.formulas.swizzles import cxx_library
+from swzc.formulas.swizzles import cxx_definitions
 from swzc.passes.base import Names, Pass, Proposal, variable_name
 from swzc.passes.block_index import BlockIndexPass
 from swzc.passes.tile_loop import TileLoopPass
@@ -26,6 +27,13 @@ PASSES: tuple[Pass, ...] = (TileLoopPass(), BlockIndexPass())
 
 LIBRARY_HEADER = ("// swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), "
                   "proven before it was spliced in.\n")
+
+
+def guarded(definition: str) -> str:
+    """A definition inside an #ifndef of its own digest: headers swzc rewrote, each with the functions it needs,
+    may be included into one file, which then compiles each function once."""
+    macro = "SWZC_" + hashlib.sha256(definition.encode()).hexdigest()[:16].upper()
+    return f"#ifndef {macro}\n#define {macro}\n{definition}#endif\n"
 
 
 def for_kernel(kernel: KernelInfo) -> Pass:
@@ -55,7 +63,7 @@ def run(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
             library_at.append(analysis.helpers[name].library_at)
             edits += helper_edits
     uses = [(p.spec, p.adapter) for p in accepted.values()]
-    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + cxx_library(uses) + "\n"))
+    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + "".join(map(guarded, cxx_definitions(uses))) + "\n"))
     if analysis.newline != "\n":
         edits = [Edit(e.start, e.end, e.text.replace(b"\n", analysis.newline.encode())) for e in edits]
     return edits

@@ -196,6 +196,21 @@ def test_missing_header_and_include_cycle_are_notes(tmp_path):
     assert "gone.cuh" in notes and "not found" in notes and "includes itself" in notes
 
 
+def test_a_pragma_once_header_is_read_once_however_often_it_is_included(tmp_path):
+    """150 headers that each include one `#pragma once` header: 151 headers, under the limit of 256 walks only
+    because the shared one is not walked again, as the compiler does not open it again; its sizes are known and no
+    header is left out.  The same header without the pragma is walked at each include, and the limit is reached."""
+    for guard in ("#pragma once\n", ""):
+        (tmp_path / "sizes.cuh").write_text(guard + "#define NI 256\n#define NJ 256\n#define DATA_TYPE float\n")
+        for i in range(150):
+            (tmp_path / f"h{i}.cuh").write_text(f'#pragma once\n#include "sizes.cuh"\n#define H{i} {i}\n')
+        doc, grids = grid(tmp_path, "".join(f'#include "h{i}.cuh"\n' for i in range(150)) + KERNEL + LAUNCH)
+        limited = any("not followed: more than" in n for n in doc["notes"])
+        assert limited == (guard == ""), doc["notes"][:3]
+        if guard:
+            assert grids["stencil"] == [16, 16, 1] and not doc["notes"]
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_header_that_is_a_fifo_never_blocks(tmp_path):
     os.mkfifo(tmp_path / "pipe.cuh")

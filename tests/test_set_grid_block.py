@@ -24,7 +24,8 @@ def test_set_reads_integers_in_any_base_floats_and_type_names():
     ("N=1e999", "must be a finite number"),
     ("N=4 4", "must be a number or a type name"),
     ("N=(4)", "must be a number or a type name"),
-    ("dims.w=4", "expected NAME=VALUE"),
+    ("dims.w=4", "only a dim3's or vector's .x, .y or .z can be given on its own"),
+    ("Size.width=4096", "only a dim3's or vector's .x, .y or .z can be given on its own"),
     ("dims.x=float", "a field (dims.x) takes an integer"),
 ])
 def test_set_refuses_what_is_neither_a_number_nor_a_type(pair, message):
@@ -170,7 +171,7 @@ def test_an_included_launch_is_taken_only_where_the_kernels_own_file_launches_it
     (tmp_path / "bare.cuh").write_text(kernel)
     _, bare = analyze_file(str(tmp_path / "bare.cuh"), facts={"k": (fact,)}, facts_elsewhere=True)
     (launch,) = bare.kernels[0].launches
-    assert (launch.grid, launch.block, launch.api, launch.bindings, launch.type_args) == \
+    assert (launch.grid, launch.block, launch.at, launch.bindings, launch.type_args) == \
         ((32, 1, 1), (64, 1, 1), "run.cu:9", (("n", 2048),), (("T", "float"),))
     (tmp_path / "own.cuh").write_text(kernel + "void go(float* a) { k<float><<<8, 64>>>(a, 512); }\n")
     _, own = analyze_file(str(tmp_path / "own.cuh"), facts={"k": (fact,)}, facts_elsewhere=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import ROOT
+from support import ROOT, needs_nvcc
 
 from swzc.commands.cli import main
 
@@ -460,7 +460,7 @@ def _manifest() -> dict:
 def test_manifest_filter_selects_cu_cuh_and_hip():
     hook = _manifest()
     assert hook["id"] == "swzc-suggest" and hook["entry"] == "swzc suggest" and hook["language"] == "python"
-    assert hook["require_serial"] is False
+    assert hook["require_serial"] is True  # one swzc for every file: a header is read with the launches of its includers
     pattern = re.compile(hook["files"])
     assert all(pattern.search(p) for p in ("a.cu", "dir/b.cuh", "c.hip"))
     assert not any(pattern.search(p) for p in ("a.cpp", "a.cu.orig", "hip", "a.cuda"))
@@ -913,7 +913,7 @@ def test_a_header_kernel_is_read_with_the_launch_of_a_file_of_the_run_that_inclu
     runner = invoke("suggest", "runner.cu")  # by default: one line, naming the header
     assert runner.exit_code == 0 and runner.stdout == "" and (
         "swzc: note: runner.cu launches 1 kernel(s) defined in kernels/gemm.cuh: swzc reads a kernel in the file that "
-        "defines it; name that file too (`swzc suggest -v` gives the command that reads it with the launch)\n") in runner.stderr
+        "defines it; name that file too, in the same run, to have it read with the launch (`swzc suggest -v` says more)\n") in runner.stderr
     note = invoke("suggest", "-v", "runner.cu").stdout
     command = "swzc suggest kernels/gemm.cuh --grid gemm=256,256 --block gemm=16,16 --set n=4096 --set T=float"
     assert f"line 4 launches kernel gemm of kernels/gemm.cuh (gemm<float><<<dim3(n / 16, n / 16), dim3(16, 16)>>>): " \
@@ -946,6 +946,43 @@ def test_an_including_file_with_a_line_break_in_its_name_is_named_on_one_line(wo
     assert said.stdout.count("\n") == 1 and "\x1b" not in said.stdout
 
 
+@needs_nvcc
+def test_headers_rewritten_one_by_one_compile_together_in_the_file_that_includes_them(work):
+    """Each rewritten header carries the swizzle functions its kernels need; two of them included into one file
+    define each function once (each definition inside an #ifndef of its own digest), and nvcc compiles it."""
+    (work / "kernels").mkdir()
+    for name in ("one", "two"):
+        (work / "kernels" / f"{name}.cuh").write_bytes(b"#pragma once\n" + GEMM.split(b"void run")[0].replace(b"gemm(", f"{name}(".encode(), 1))
+        assert invoke("rewrite", f"kernels/{name}.cuh", "--swizzle", "serpentine:32", "--grid", f"{name}=256,256",
+                      "--block", f"{name}=16,16", "--in-place", "--no-compile").exit_code == 0
+    (work / "runner.cu").write_bytes(b'#include "kernels/one.cuh"\n#include "kernels/two.cuh"\n'
+                                     b"void go(const float* A, const float* B, float* C) {\n"
+                                     b"  one<<<dim3(256, 256), dim3(16, 16)>>>(A, B, C, 4096);\n"
+                                     b"  two<<<dim3(256, 256), dim3(16, 16)>>>(A, B, C, 4096);\n}\n")
+    assert (work / "kernels" / "one.cuh").read_text().count("swzc_serpentine(") == 2  # defined, and called
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-c", "runner.cu", "-o", os.devnull], cwd=work, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "nothing to do" in invoke("rewrite", "kernels/one.cuh", "--swizzle", "serpentine:32").stdout  # swzc reads it back
+
+
+def test_a_header_kernel_is_found_beside_a_host_function_of_its_name_and_named_with_the_launch_it_is_read_with(work):
+    """A runner's host function may share its kernel's name (a wrapper): the launch inside it is still the
+    kernel's.  Of two files launching a header's kernel, one with a grid it fixes and one with a grid set at run
+    time, the fixed one is what the ranking reads, and the suggestion names that one, whichever comes first."""
+    (work / "kernels").mkdir()
+    (work / "kernels" / "gemm.cuh").write_bytes(GEMM.split(b"void run")[0])
+    (work / "wrap.cu").write_bytes(b'#include "kernels/gemm.cuh"\n'
+                                   b"void gemm(const float* A, const float* B, float* C, int n, int) {\n"
+                                   b"  gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n);\n}\n")
+    (work / "fixed.cu").write_bytes(b'#include "kernels/gemm.cuh"\n' + b"void run" + GEMM.split(b"void run")[1])
+    wrapped = invoke("suggest", "wrap.cu", "kernels/gemm.cuh")
+    (found,) = suggestion_lines(wrapped.stdout)
+    assert found.group("swept").endswith("its launch at wrap.cu:3")
+    for order in (("wrap.cu", "fixed.cu"), ("fixed.cu", "wrap.cu")):
+        (found,) = suggestion_lines(invoke("suggest", *order, "kernels/gemm.cuh").stdout)
+        assert found.group("swept") == "its launch at fixed.cu:3", order
+
+
 def test_a_launch_in_an_including_file_never_replaces_the_kernels_own(work):
     """A header that launches its kernel itself keeps its own launch: another file's launch of it, with another
     grid, is no contradiction and changes nothing.  A launch whose grid the including file sets at run time (through
@@ -960,8 +997,11 @@ def test_a_launch_in_an_including_file_never_replaces_the_kernels_own(work):
     (work / "all.cuh").write_bytes(b'#pragma once\n#include "kernels/bare.cuh"\n')
     (work / "sized.cu").write_bytes(b'#include "all.cuh"\n'
                                     b"void go(const float* A, const float* B, float* C, int m) { gemm<<<dim3(m / 16, m / 16), dim3(16, 16)>>>(A, B, C, m); }\n")
+    alone = invoke("suggest", "-v", "sized.cu").stdout
+    assert ("its grid is set at run time by m: swzc reads a kernel in the file that defines it; name both files in one run "
+            "(swzc suggest sized.cu kernels/bare.cuh), which reads it with this launch") in alone
     sized = invoke("suggest", "-v", "sized.cu", "kernels/bare.cuh")
-    assert "its grid is set at run time by m: swzc reads a kernel in the file that defines it; name that file too" in sized.stdout
+    assert "launches kernel gemm" not in sized.stdout  # the header is named: the note's advice is moot
     (swept,) = suggestion_lines(sized.stdout)
     assert sized.exit_code == 1 and swept.group("path") == "kernels/bare.cuh" and "@" in swept.group("swizzle")
     assert swept.group("swept").startswith("n = ") and swept.group("swept").endswith("; its launch at sized.cu:2")

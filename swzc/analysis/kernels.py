@@ -78,7 +78,7 @@ def _included_at(kernel: KernelInfo, user: Mapping[str, Value | str]) -> tuple[L
     size = user.get(launch.sizes[0]) if launch is not None and launch.sizes else None
     for at, grid, args in launch.by_size if launch is not None else ():
         if at == size:
-            return (LaunchFact(kernel.name, grid, launch.block, args, "included", types=launch.type_args, where=launch.api),)
+            return (LaunchFact(kernel.name, grid, launch.block, args, "included", types=launch.type_args, where=launch.where),)
     return None
 
 
@@ -117,7 +117,7 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     }
     identifiers = frozenset(text(n) for n in walk(root) if n.type in ("identifier", "type_identifier", "field_identifier"))
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
-    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in functions(root)}, user or {})
+    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in kernels}, user or {})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
 
@@ -145,7 +145,7 @@ def launches_of_header_kernels(ctx: FileContext, user: Mapping[str, Value | str]
     """The launches in this file of kernels its headers define, in the file's order, each with its header's real
     path and, where this file fixes its grid and block, the fact the header's analysis takes (`included_launches`)."""
     pre, scope = ctx.prepared(user)
-    own = {function_name(f) for f, _ in functions(ctx.src.tree.root_node)}
+    own = {function_name(f) for f, _ in _functions_of(ctx.src, pre)[0]}  # its kernels: a host function may share a name
     defined = {name: d for name, d in _header_definitions(ctx.src, pre).items() if name not in own}
     if not defined:
         return []
@@ -180,9 +180,10 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str], 
                           f"{_header_command(in_headers[name], fact)} (or name both files in one suggest or review)")
         else:
             open_ = f"; its grid is set at run time by {', '.join(launch.sizes)}" if launch is not None and launch.sizes else ""
-            said[name] = (f"{head}{open_}: swzc reads a kernel in the file that defines it; name that file too in one suggest "
-                          "or review, which reads it with this launch, or name it with --grid, --block and --set for what "
-                          "this launch gives it")
+            both = " ".join(["swzc", "suggest", clean.shell_path(ctx.src.path), clean.shell_path(in_headers[name])])
+            said[name] = (f"{head}{open_}: swzc reads a kernel in the file that defines it; name both files in one run "
+                          f"({both}), which reads it with this launch, or name the header with --grid, --block and --set "
+                          "for what this launch gives it")
     return tuple(said.values())
 
 

@@ -255,8 +255,9 @@ def _with_facts(src: SourceFile, function: Node, launches: list[Launch], facts: 
     if not out:
         for fact in observed or given or included:
             shown = lambda d: f"dim3({', '.join(map(str, d))})" if d else ""  # noqa: E731
-            out.append(Launch(name, 0, fact.where or fact.origin, shown(fact.grid), shown(fact.block), fact.grid, fact.block,
-                              bindings=tuple(sorted(fact.args)), type_args=fact.types, sizes=fact.sizes, by_size=fact.by_size))
+            out.append(Launch(name, 0, "<<<>>>" if fact.where else fact.origin, shown(fact.grid), shown(fact.block), fact.grid,
+                              fact.block, bindings=tuple(sorted(fact.args)), type_args=fact.types, sizes=fact.sizes,
+                              by_size=fact.by_size, where=fact.where))
     for i, launch in enumerate(out):
         if loop is not None and launch.tiles is None:
             count, columns = tileloop.launch_values(loop, function, scope.child(dict(launch.bindings)))

@@ -45,11 +45,12 @@ class Launch:
     # it gives the kernel's parameters with the names that set them bound to each size a sweep ranges over (`sizes`
     # are then the kernel's parameters that take the size)
     by_size: tuple[tuple[int, Dim3, tuple[tuple[str, Value], ...]], ...] = ()
+    where: str = ""  # a launch in a file that includes this one: where it is ("runner.cu:12"); "" for the file's own
 
     @property
     def at(self) -> str:
         """Where it is, for a message: "line 12", or for a launch in a file that includes this one, "runner.cu:12"."""
-        return f"line {self.line}" if self.line else self.api
+        return self.where or f"line {self.line}"
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
     reports = []
     said: set[str] = set()  # notes given for an earlier file: a header several files include says them once
     for report in each_file(lambda done: suggest_files(work, jobs, done), files, "suggest"):
+        report = suggest_report.without_named_headers(report, files)
         reports.append(report)
         if report.error:
             clean.echo(f"swzc: error: {report.error}", err=True, kind="error")

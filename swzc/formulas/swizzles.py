@@ -164,10 +164,14 @@ Formula = SwizzleSpec | CustomSwizzle  # a candidate order, whatever proposed it
 
 def cxx_library(uses: list[tuple[Formula, str]]) -> str:
     """The formulas and adapters that a set of (formula, adapter) pairs needs, each once, in a stable order."""
+    return "".join(cxx_definitions(uses))
+
+
+def cxx_definitions(uses: list[tuple[Formula, str]]) -> list[str]:
+    """`cxx_library`'s definitions, one by one (each a comment and one function, or the helpers custom bodies use)."""
     formulas = sorted({step.formula for spec, _ in uses for step in spec.steps})
     customs = sorted({spec for spec, _ in uses if isinstance(spec, CustomSwizzle)}, key=lambda c: c.key)
     adapters = sorted(set(uses), key=lambda use: use[0].function_name(use[1]))
-    helpers = MIN_MAX_CXX if customs else ""
     cxx = table.definitions()
-    return ("".join(cxx[formula] for formula in formulas) + helpers + "".join(c.definition() for c in customs)
-            + "".join(spec.adapter_cxx(adapter) for spec, adapter in adapters))
+    return ([cxx[formula] for formula in formulas] + ([MIN_MAX_CXX] if customs else []) + [c.definition() for c in customs]
+            + [spec.adapter_cxx(adapter) for spec, adapter in adapters])

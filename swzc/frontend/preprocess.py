@@ -107,6 +107,9 @@ class _State:
     notes: list[str] = field(default_factory=list)
     total_bytes: int = 0
     parsed: dict[str, SourceFile | None] = field(default_factory=dict)
+    # A `#pragma once` header and the macro tables it was walked into: included again into one of them, it is
+    # skipped, as the compiler does (a branch's own copy of the table walks it again: it may not have been taken)
+    once: dict[str, list[dict[str, Macro | None]]] = field(default_factory=dict)
     bodies: dict[str, set[str]] = field(default_factory=dict)
     function_like: set[str] = field(default_factory=set)
 
@@ -254,6 +257,8 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     if path in stack:
         state.notes.append(f"header \"{spelled}\" includes itself through {' -> '.join(_short(p) for p in stack[stack.index(path):])}; not followed again")
         return
+    if any(walked is table for walked in state.once.get(path, ())):
+        return
     if len(stack) > MAX_DEPTH or len(state.headers) >= MAX_HEADERS:
         state.notes.append(f"header \"{spelled}\" not followed: more than {MAX_DEPTH} levels or {MAX_HEADERS} headers")
         return
@@ -262,9 +267,14 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     header = state.parsed[path]
     if header is None:
         return
+    if _PRAGMA_ONCE.search(header.data):
+        state.once.setdefault(path, []).append(table)
     inactive: list[tuple[int, int]] = []
     yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
     state.headers.append(Header(path, spelled, header, tuple(inactive)))
+
+
+_PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.MULTILINE)
 
 
 def _include_angled(spelled: str, table: dict[str, Macro | None], state: _State, stack: list[str]) -> _Steps:

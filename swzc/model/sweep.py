@@ -222,7 +222,8 @@ def _unfollowed(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: M
     at, first, unset = probe
     got = survey(ctx, _stand_in(at, first, unset, kernel.dims), hw, dict(user), False, (), None)
     if isinstance(got, str) and got.startswith("the model cannot follow"):
-        where = f"set at run time at {first.at}" if first.line or first.by_size else "launched nowhere in this file"
+        where = (f"set at run time at {first.at}" if first.line or first.by_size else
+                 f"launched at {first.where}" if first.where else "launched nowhere in this file")
         return f"{got} (whatever its grid, {where})"
     return ""
 
@@ -364,7 +365,8 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
     order = [p.candidate for p in largest.predictions]
     paying = [(gain(c, s), -s, -order.index(c), c) for c, s in crossing.items() if s is not None]
     said = " = ".join(names)
-    swept = (f"{said} swept from {points[0].size} to {points[-1].size}" if names else
+    swept = (f"{said} = {points[0].size}, the only size swept" if names and len(points) == 1 else
+             f"{said} swept from {points[0].size} to {points[-1].size}" if names else
              f"the {len(points)} grids it is launched with, {points[0].tiles:,} to {points[-1].tiles:,} tiles")
     if not paying:
         best = largest.predictions[0]

@@ -178,6 +178,9 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]
                 raise SwzcError(f"--set {pair!r}: a field ({name}) takes an integer") from None
             fields.setdefault(base, [1, 1, 1])["xyz".index(axis)] = number
             continue
+        if sep and dot and base.isidentifier() and axis.isidentifier():
+            raise SwzcError(f"--set {pair!r}: only a dim3's or vector's .x, .y or .z can be given on its own; give the "
+                            f"grid with --grid KERNEL=X,Y and the sizes it needs with --set NAME=VALUE")
         if not sep or not name.isidentifier():
             raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096, --set DATA_TYPE=float or --set dims.x=4096")
         try:

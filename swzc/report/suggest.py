@@ -146,7 +146,8 @@ def _launched_from(kernel: str, settings: Settings) -> str:
     """For a kernel read with a launch in another FILE that includes it (and no --grid of the user's): that launch."""
     given = {kernel_of(pair) for pair in (*settings.grids, *settings.blocks)}
     facts = settings.included.get(kernel, ()) if kernel not in given else ()
-    return f"its launch at {facts[0].where}" if facts else ""
+    ranked = next((f for f in facts if f.grid is not None), facts[0] if facts else None)  # as the ranking takes them
+    return f"its launch at {ranked.where}" if ranked is not None else ""
 
 
 def _swept(o: KernelOutcome) -> str:
@@ -263,6 +264,14 @@ def unranked_hint(reports: Sequence[FileSuggestions]) -> str:
             f"(`swzc suggest -v` says why; {lacks} often gives what it lacks)")
 
 
+def without_named_headers(report: FileSuggestions, files: Sequence[str]) -> FileSuggestions:
+    """The report without its notes on launches of kernels that headers among FILES define: those headers were read
+    with the launches, and the notes' advice to name them is moot."""
+    named = {os.path.realpath(f) for f in files}
+    kept = tuple(n for n in report.notes if not ((m := HEADER_LAUNCH.match(n)) and os.path.realpath(m.group(1)) in named))
+    return replace(report, notes=kept) if kept != report.notes else report
+
+
 def elsewhere_hint(reports: Sequence[FileSuggestions], files: Sequence[str]) -> str:
     """One line on the kernels FILES launch that headers outside the run define, which the default output passes
     over ('' where none): swzc reads a kernel in its own file, and -v gives the command that reads it with the launch."""
@@ -277,7 +286,7 @@ def elsewhere_hint(reports: Sequence[FileSuggestions], files: Sequence[str]) -> 
     shown = ", ".join(quoted(h) for h in headers[:3]) + (f" and {len(headers) - 3} more" if len(headers) > 3 else "")
     verb = "launches" if len(paths) == 1 else "launch"
     return (f"{where} {verb} {len(launching)} kernel(s) defined in {shown}: swzc reads a kernel in the file that defines it; "
-            "name that file too (`swzc suggest -v` gives the command that reads it with the launch)")
+            "name that file too, in the same run, to have it read with the launch (`swzc suggest -v` says more)")
 
 
 def _suggestion_text(s: Suggestion, path: str, apply: str) -> str:

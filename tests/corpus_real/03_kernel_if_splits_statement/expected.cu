@@ -33,6 +33,8 @@ __global__ void bias_activation(const float* __restrict__ x, const float* __rest
 }
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_B659A13D3DE49D04
+#define SWZC_B659A13D3DE49D04
 // grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
@@ -42,6 +44,9 @@ static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, 
   const unsigned k = p % per_group;
   return (first_row + k % rows) * n + k / rows;
 }
+#endif
+#ifndef SWZC_095C50972B7EFA96
+#define SWZC_095C50972B7EFA96
 // grouped:128 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
 static __device__ __forceinline__ uint3 swzc_grouped128_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
@@ -50,6 +55,7 @@ static __device__ __forceinline__ uint3 swzc_grouped128_2d(unsigned bx, unsigned
   p = swzc_grouped(p, m, n, 128u);
   return make_uint3(p % n, p / n, bz);
 }
+#endif
 
 __global__ void rank_k_update(const float* __restrict__ A, float* __restrict__ C, int n, int depth) {
   const uint3 swzc_block = swzc_grouped128_2d(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);  // swzc: grouped:128

@@ -19,6 +19,8 @@ using namespace nvcuda;
 #define TILE 32
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_E8F24E39665D5326
+#define SWZC_E8F24E39665D5326
 // serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
 // every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
 static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
@@ -31,6 +33,9 @@ static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned 
   const unsigned col = k / rows;
   return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
+#endif
+#ifndef SWZC_DB61C9ADEF4B80B7
+#define SWZC_DB61C9ADEF4B80B7
 // serpentine:32 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
 static __device__ __forceinline__ uint3 swzc_serpentine32_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
   if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order
@@ -39,6 +44,7 @@ static __device__ __forceinline__ uint3 swzc_serpentine32_1d(unsigned bx, unsign
   p = swzc_serpentine(p, m, n, 32u);
   return make_uint3(p, by, bz);
 }
+#endif
 
 // 4 warps per block, 2 x 2, each computing a 32 x 32 piece of the 64 x 64 tile.
 __global__ void gemm_wmma_persistent(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C,

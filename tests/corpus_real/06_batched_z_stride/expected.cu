@@ -15,6 +15,8 @@
 #define MAX_GRID_Z 8
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_B659A13D3DE49D04
+#define SWZC_B659A13D3DE49D04
 // grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
@@ -24,6 +26,9 @@ static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, 
   const unsigned k = p % per_group;
   return (first_row + k % rows) * n + k / rows;
 }
+#endif
+#ifndef SWZC_B046AABC06027A04
+#define SWZC_B046AABC06027A04
 // grouped:32 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
 static __device__ __forceinline__ uint3 swzc_grouped32_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
@@ -32,6 +37,7 @@ static __device__ __forceinline__ uint3 swzc_grouped32_2d(unsigned bx, unsigned 
   p = swzc_grouped(p, m, n, 32u);
   return make_uint3(p % n, p / n, bz);
 }
+#endif
 
 __global__ void batched_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                              int m, int n, int k, int batch) {

@@ -21,6 +21,8 @@ using namespace nvcuda;
 #define THREADS 256
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_E8F24E39665D5326
+#define SWZC_E8F24E39665D5326
 // serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
 // every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
 static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
@@ -33,6 +35,9 @@ static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned 
   const unsigned col = k / rows;
   return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
+#endif
+#ifndef SWZC_6E154ED6B57BC1A8
+#define SWZC_6E154ED6B57BC1A8
 // serpentine:16 over the tile grid the kernel decodes from a linear id (row = id / n: blockIdx.x, or a tile loop's index).
 static __device__ __forceinline__ uint3 swzc_serpentine16_1d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned n) {
   if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order
@@ -41,6 +46,7 @@ static __device__ __forceinline__ uint3 swzc_serpentine16_1d(unsigned bx, unsign
   p = swzc_serpentine(p, m, n, 16u);
   return make_uint3(p, by, bz);
 }
+#endif
 
 __global__ void __launch_bounds__(THREADS) gemm_bf16_wmma(const __nv_bfloat16* __restrict__ A,
                                                           const __nv_bfloat16* __restrict__ B,

@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_E8F24E39665D5326
+#define SWZC_E8F24E39665D5326
 // serpentine:G: grouped:G's groups of G tile rows, walked column by column, top to bottom in each column, but
 // every odd-numbered group walks its columns right to left: consecutive groups meet at the same grid edge.
 static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
@@ -20,6 +22,9 @@ static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned 
   const unsigned col = k / rows;
   return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
+#endif
+#ifndef SWZC_B8CC3F62673FFAB2
+#define SWZC_B8CC3F62673FFAB2
 // serpentine:16 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
 static __device__ __forceinline__ uint3 swzc_serpentine16_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
@@ -28,6 +33,7 @@ static __device__ __forceinline__ uint3 swzc_serpentine16_2d(unsigned bx, unsign
   p = swzc_serpentine(p, m, n, 16u);
   return make_uint3(p % n, p / n, bz);
 }
+#endif
 
 template <typename T, int TILE>
 __global__ void matmul_tiled(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int n) {

@@ -30,6 +30,8 @@ struct __align__(8) Range {
 template struct Range<float>;
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
+#ifndef SWZC_B659A13D3DE49D04
+#define SWZC_B659A13D3DE49D04
 // grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
@@ -39,6 +41,9 @@ static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, 
   const unsigned k = p % per_group;
   return (first_row + k % rows) * n + k / rows;
 }
+#endif
+#ifndef SWZC_A610A7C3F4FBCAE9
+#define SWZC_A610A7C3F4FBCAE9
 // grouped:256 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
 static __device__ __forceinline__ uint3 swzc_grouped256_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
@@ -47,6 +52,7 @@ static __device__ __forceinline__ uint3 swzc_grouped256_2d(unsigned bx, unsigned
   p = swzc_grouped(p, m, n, 256u);
   return make_uint3(p % n, p / n, bz);
 }
+#endif
 
 __global__ void matmul_abt(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                            int rows, int cols, int depth) {
