@@ -912,7 +912,7 @@ def test_a_header_kernel_is_read_with_the_launch_of_a_file_of_the_run_that_inclu
     assert alone.exit_code == 0 and not suggestion_lines(alone.stdout)
     runner = invoke("suggest", "runner.cu")  # by default: one line, naming the header
     assert runner.exit_code == 0 and runner.stdout == "" and (
-        "swzc: note: runner.cu launches 1 kernel(s) defined in kernels/gemm.cuh: swzc reads a kernel in the file that "
+        "swzc: note: runner.cu launches kernels defined in kernels/gemm.cuh: swzc reads a kernel in the file that "
         "defines it; name that file too, in the same run, to have it read with the launch (`swzc suggest -v` says more)\n") in runner.stderr
     note = invoke("suggest", "-v", "runner.cu").stdout
     command = "swzc suggest kernels/gemm.cuh --grid gemm=256,256 --block gemm=16,16 --set n=4096 --set T=float"
@@ -981,6 +981,37 @@ def test_a_header_kernel_is_found_beside_a_host_function_of_its_name_and_named_w
     for order in (("wrap.cu", "fixed.cu"), ("fixed.cu", "wrap.cu")):
         (found,) = suggestion_lines(invoke("suggest", *order, "kernels/gemm.cuh").stdout)
         assert found.group("swept") == "its launch at fixed.cu:3", order
+
+
+def test_an_including_files_launch_brings_its_hazards_and_its_namespace(work):
+    """A cooperative launch in the including file refuses the header's kernel as one in its own file would; a
+    launch of `b::k` is not taken for the `k` of namespace a, and a name two headers define is read with no launch;
+    a header whose path holds " (" is still known by its notes."""
+    kernel = GEMM.split(b"void run")[0]
+    (work / "g.cuh").write_bytes(kernel)
+    (work / "coop.cu").write_bytes(b'#include "g.cuh"\nvoid go(void** args) {\n'
+                                   b"  cudaLaunchCooperativeKernel((void*)gemm, dim3(256, 256), dim3(16, 16), args);\n}\n")
+    coop = invoke("suggest", "-v", "coop.cu", "g.cuh", "--set", "n=4096")
+    assert coop.exit_code == 0 and "g.cuh:1: kernel gemm: refused: launched cooperatively (cudaLaunchCooperativeKernel, coop.cu:3)" in coop.stdout
+    (work / "a.cuh").write_bytes(b"namespace a {\n" + kernel + b"}\n")
+    (work / "b.cuh").write_bytes(b"namespace b {\n" + kernel.replace(b"gemm(", b"other(") + b"}\n")
+    (work / "ns.cu").write_bytes(b'#include "a.cuh"\nvoid go(const float* A, const float* B, float* C) {\n'
+                                 b"  b::gemm<<<dim3(512, 512), dim3(16, 16)>>>(A, B, C, 8192);\n}\n")
+    assert not suggestion_lines(invoke("suggest", "ns.cu", "a.cuh").stdout)  # b::gemm is no kernel of a.cuh
+    (work / "ns.cu").write_bytes((work / "ns.cu").read_bytes().replace(b"b::gemm", b"a::gemm"))
+    (found,) = suggestion_lines(invoke("suggest", "ns.cu", "a.cuh").stdout)
+    assert found.group("swept") == "its launch at ns.cu:3"
+    (work / "b.cuh").write_bytes(b"namespace b {\n" + kernel + b"}\n")  # now two headers define gemm
+    (work / "ns.cu").write_bytes(b'#include "a.cuh"\n#include "b.cuh"\nusing namespace a;\n'
+                                 b"void go(const float* A, const float* B, float* C) {\n"
+                                 b"  gemm<<<dim3(512, 512), dim3(16, 16)>>>(A, B, C, 8192);\n}\n")
+    assert not suggestion_lines(invoke("suggest", "ns.cu", "a.cuh", "b.cuh").stdout)
+    (work / "k (v2)").mkdir()
+    (work / "k (v2)" / "gemm.cuh").write_bytes(kernel)
+    (work / "paren.cu").write_bytes(b'#include "k (v2)/gemm.cuh"\n' + b"void run" + GEMM.split(b"void run")[1])
+    assert "defined in" in invoke("suggest", "paren.cu").stderr
+    both = invoke("suggest", "-v", "paren.cu", "k (v2)/gemm.cuh")
+    assert "defined in" not in both.stderr and "launches kernel gemm" not in both.stdout and suggestion_lines(both.stdout)
 
 
 def test_a_launch_in_an_including_file_never_replaces_the_kernels_own(work):

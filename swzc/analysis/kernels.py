@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -124,20 +125,24 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
 
 def header_kernels(src: SourceFile, pre: Preprocessed) -> dict[str, str]:
     """The kernels the headers `src` includes define, each with its header's path as `src`'s path names it."""
-    return {name: shown for name, (_, _, shown) in _header_definitions(src, pre).items()}
+    return {name: shown for name, (_, _, shown) in _header_definitions(src, pre)[0].items()}
 
 
-def _header_definitions(src: SourceFile, pre: Preprocessed) -> dict[str, tuple[Node, str, str]]:
+def _header_definitions(src: SourceFile, pre: Preprocessed) -> tuple[dict[str, tuple[Node, str, str]], set[str]]:
     """The kernels the headers `src` includes define: name -> (definition, the header's real path, its path as
-    `src`'s path names it); the first header's where two define one name."""
+    `src`'s path names it), the first of a name; and the names two definitions share."""
     found: dict[str, tuple[Node, str, str]] = {}
+    twice: set[str] = set()  # defined in two places (two namespaces, say): which one a launch means is not read here
     here = os.path.dirname(os.path.abspath(src.path))
     for header in pre.headers:
         for function, _ in functions(header.src.tree.root_node):
             if function.child_by_field_name("body") is not None and _has_token(function, "__global__"):
                 shown = os.path.join(os.path.dirname(src.path), os.path.relpath(header.path, here))
-                found.setdefault(function_name(function), (function, os.path.realpath(header.path), shown))
-    return found
+                name, real = function_name(function), os.path.realpath(header.path)
+                if name in found and (found[name][1], found[name][0].start_byte) != (real, function.start_byte):
+                    twice.add(name)
+                found.setdefault(name, (function, real, shown))
+    return found, twice
 
 
 def launches_of_header_kernels(ctx: FileContext, user: Mapping[str, Value | str] | None = None
@@ -146,14 +151,21 @@ def launches_of_header_kernels(ctx: FileContext, user: Mapping[str, Value | str]
     path and, where this file fixes its grid and block, the fact the header's analysis takes (`included_launches`)."""
     pre, scope = ctx.prepared(user)
     own = {function_name(f) for f, _ in _functions_of(ctx.src, pre)[0]}  # its kernels: a host function may share a name
-    defined = {name: d for name, d in _header_definitions(ctx.src, pre).items() if name not in own}
+    found, twice = _header_definitions(ctx.src, pre)  # of a name defined twice, which one a launch means is not read
+    defined = {name: d for name, d in found.items() if name not in own and name not in twice}
     if not defined:
         return []
     found = included_launches(ctx.src, pre, scope, ctx.matches("launches"), {name: d[0] for name, d in defined.items()})
     return [(defined[launch.kernel][1], launch, fact) for launch, fact in found]
 
 
-HEADER_LAUNCH = re.compile(r"^line \d+ launches kernel \w+ of (.+?) \(")  # `_launched_from_here`'s notes: the header named
+_HEADER_LAUNCH = re.compile(r"^line \d+ launches kernel \w+ of ('(?:[^']|'\"'\"')*'|[^'\s$]\S*) \(")
+
+
+def launched_header(note: str) -> str | None:
+    """The header a note of `_launched_from_here` names (as a shell reads the word it is written as), or None."""
+    found = _HEADER_LAUNCH.match(note)
+    return shlex.split(found.group(1))[0] if found else None
 
 
 def own_launched_kernels(ctx: FileContext) -> set[str]:
@@ -173,7 +185,8 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str], 
     for node, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
         if name not in in_headers or not pre.active(node) or name in said:
             continue
-        head = f"line {_line(node)} launches kernel {name} of {in_headers[name]} ({callee[:80]}<<<{config[:80].strip('<>')}>>>)"
+        head = (f"line {_line(node)} launches kernel {name} of {clean.shell_path(in_headers[name])} "
+                f"({callee[:80]}<<<{config[:80].strip('<>')}>>>)")
         launch, fact = launched.get((name, _line(node)), (None, None))
         if fact is not None:
             said[name] = (f"{head}: swzc reads a kernel in the file that defines it; with this launch: "
@@ -280,6 +293,10 @@ def _kernel(file: _File, function: Node, item: Node, reached: set[str], helpers:
         if "Cooperative" in site.launch.api:
             hazards.append(Hazard(site.launch.line, f"launched cooperatively ({site.launch.api}, line {site.launch.line}): may "
                                   "sync the whole grid", "cooperative-launch"))
+    for fact in facts or ():  # a launch in a file that includes this one: the same rule
+        if "Cooperative" in fact.api:
+            hazards.append(Hazard(_line(function), f"launched cooperatively ({fact.api}, {fact.where}): may sync the whole grid",
+                                  "cooperative-launch"))
     launches = kernel_launches(src, function, sites, scope, divisor, tiles.loop, facts)
     spelling = "hip" if uses and all(u.spelling == "hip" for u in uses) else "cuda"
     swizzled_by = tiles.swizzled_by or _swizzled_by(body) or next(

@@ -32,6 +32,7 @@ class Site:
     template_args: list[Node]
     args: list[Node]  # the kernel's arguments, where the launch passes them
     host: Scope  # the names in scope where it is launched
+    qualifier: str = ""  # `ns` of a launch of `ns::kernel`
 
 
 def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Collection[str],
@@ -68,12 +69,26 @@ def included_launches(src: SourceFile, pre: Preprocessed, scope: Scope, found: l
     out: list[tuple[Launch, LaunchFact | None]] = []
     sites = launch_sites(src, pre, scope, set(defined), found)
     for name, function in defined.items():
-        for record in kernel_launches(src, function, sites.get(name, ()), scope, None, None, None):
+        spaces = _namespaces(function)  # `b::k` is not the `k` of namespace a
+        mine = [s for s in sites.get(name, ()) if not s.qualifier or spaces[-len(s.qualifier.split("::")):] == s.qualifier.split("::")]
+        for record in kernel_launches(src, function, mine, scope, None, None, None):
             fact = None
             if record.grid is not None and record.block is not None:
-                fact = LaunchFact(name, record.grid, record.block, record.bindings, "included", types=record.type_args)
+                fact = LaunchFact(name, record.grid, record.block, record.bindings, "included", types=record.type_args,
+                                  api=record.api)
             out.append((record, fact))
     return sorted(out, key=lambda pair: pair[0].line)
+
+
+def _namespaces(node: Node) -> list[str]:
+    """The names of the namespaces around a definition, outermost first."""
+    names = []
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "namespace_definition" and parent.child_by_field_name("name") is not None:
+            names.insert(0, "".join(text(parent.child_by_field_name("name")).split()))
+        parent = parent.parent
+    return names
 
 
 def kernel_launches(src: SourceFile, function: Node, sites: Collection[Site], scope: Scope, divisor: Node | None,
@@ -155,7 +170,7 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
         if record.grid is None:
             sizes, held = _sizes(src, host, grid, block)
             record = replace(record, sizes=sizes, block_sizes=held if record.block is None else ())
-        found.append(Site(name, launch, record, targs, kargs, host))
+        found.append(Site(name, launch, record, targs, kargs, host, "".join(text(callee).split()).rpartition("::")[0]))
     return found
 
 

@@ -68,6 +68,7 @@ class LaunchFact:
     count: int = 1  # launches seen with this configuration
     types: tuple[tuple[str, str], ...] = ()  # template type parameters the launch fixes ("included")
     where: str = ""  # "runner.cu:12": the launch an "included" fact is
+    api: str = ""  # how an "included" launch launches ("cudaLaunchCooperativeKernel": the kernel is refused)
     # "included" with a grid set at run time (grid None): the kernel's parameters that take a sweep's size, and the
     # grid and parameter values at each size (Launch.by_size)
     sizes: tuple[str, ...] = ()

@@ -341,30 +341,52 @@ def _find_header(spelled: str, folder: str, include_dirs: tuple[str, ...]) -> st
     return None
 
 
-_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+_INCLUDE_LINE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
 
 
-def includes_any(path: str, include_dirs: tuple[str, ...], targets: Iterable[str], most: int = 256) -> bool:
-    """Whether the file at `path` includes one of `targets` (real paths) through its quoted #include lines and
-    theirs, read as text (every branch of an #if, so a header a branch leaves out counts too), found as the
-    preprocessor finds them; at most `most` files are read."""
-    wanted = set(targets)
-    seen = {os.path.realpath(path)}
-    todo = [path]
-    while todo and len(seen) <= most:
-        current = todo.pop()
-        data = read_regular_file(current, MAX_HEADER_BYTES)
-        if isinstance(data, str):
-            continue
-        for match in _QUOTED_INCLUDE.finditer(data):
-            found = _find_header(match.group(1).decode("utf-8", "replace"), os.path.dirname(os.path.abspath(current)), include_dirs)
-            real = os.path.realpath(found) if found is not None else None
-            if real in wanted:
+class IncludeScan:
+    """Which files a file includes through its #include lines and theirs, read as text (every branch of an #if, so a
+    header a branch leaves out counts too), each found as the preprocessor finds it: for a run over many files, each
+    file read once (by device and inode, whatever links name it) and MAX_TOTAL_BYTES read in all."""
+
+    def __init__(self) -> None:
+        self.budget = MAX_TOTAL_BYTES
+        self._named: dict[tuple[int, int, tuple[str, ...]], list[str]] = {}  # (dev, inode, -I folders) -> the files it names
+
+    def includes_any(self, path: str, include_dirs: tuple[str, ...], targets: Iterable[str]) -> bool:
+        """Whether the file at `path` includes one of `targets` (real paths)."""
+        wanted = set(targets)
+        seen: set[tuple[int, int]] = set()
+        todo = [path]
+        while todo:
+            current = todo.pop()
+            try:
+                info = os.stat(current)
+            except (OSError, ValueError):
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            named = self._names(current, (info.st_dev, info.st_ino, include_dirs))
+            if any(os.path.realpath(found) in wanted for found in named):
                 return True
-            if real is not None and real not in seen:
-                seen.add(real)
-                todo.append(found)
-    return False
+            todo += named
+        return False
+
+    def _names(self, path: str, key: tuple[int, int, tuple[str, ...]]) -> list[str]:
+        if key not in self._named:
+            data = read_regular_file(path, min(MAX_HEADER_BYTES, self.budget)) if self.budget > 0 else ""
+            names: list[str] = []
+            if not isinstance(data, str):
+                self.budget -= len(data)
+                project = tuple(d for d in key[2] if not _toolkit_folder(d))
+                for match in _INCLUDE_LINE.finditer(data):
+                    quoted, angled = (g.decode("utf-8", "replace") if g else None for g in match.groups())
+                    found = (_find_header(quoted, os.path.dirname(os.path.abspath(path)), key[2]) if quoted else
+                             _find_header(angled, project[0], project[1:]) if project else None)
+                    names += [found] if found is not None else []
+            self._named[key] = names
+        return self._named[key]
 
 
 def _read_header(path: str, spelled: str, state: _State) -> SourceFile | None:

@@ -3,7 +3,8 @@ flags, then the command line's) and within the input size limit.
 
 Every command reads its FILE this way, and `suggest` reads many files one by one (swzc.report.suggest), so
 this lives below the command line rather than in it: a per-file failure here is a record for the report,
-not a click error.
+not a click error.  `launches_between` reads what a run's FILEs say of each other's kernels (a header's, launched
+by the files that include it) before each FILE is read on its own.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from swzc.analysis.context import FileContext
 from swzc.analysis.kernels import launches_of_header_kernels, own_launched_kernels
 from swzc.analysis.records import Launch, LaunchFact
 from swzc.core.errors import SwzcError
+from swzc.core.memo import Memo
 from swzc.frontend import source
+from swzc.frontend.build_context import HeaderParses, read_regular_file
 from swzc.frontend.evaluate import Dim3, Value
+from swzc.frontend.preprocess import (CompileContext, IncludeScan, context_from_database, context_from_flags,
+                                      find_compile_commands)
+from swzc.frontend.source import max_input_bytes
 from swzc.model.rank import size_bindings
 from swzc.model.sweep import SIZES
 from swzc.rewrite.patch import quoted
-from swzc.frontend.preprocess import CompileContext, context_from_database, context_from_flags, find_compile_commands
-from swzc.core.memo import Memo
-from swzc.frontend.build_context import HeaderParses, read_regular_file
-from swzc.frontend.preprocess import includes_any
-from swzc.frontend.source import max_input_bytes
 
 
 def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, ...],
@@ -99,7 +100,7 @@ def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileCo
     through an #include and its own file does not: those launches ("included" facts, the same configuration
     once), by the FILE as given and kernel; each with the grid and block that FILE fixes, or the grid it sets at
     run time at each size of a sweep (`_sized_launches`).  `read(FILE)`: its build's context and --set bindings.
-    Only a FILE that includes another FILE of the run that spells `__global__` and no launch (includes_any) is
+    Only a FILE that includes another FILE of the run that spells `__global__` and no launch (IncludeScan) is
     parsed here; one that cannot be read or parsed is left for the run to report."""
     wanted = {os.path.realpath(f): f for f in files}
     kernels = set()  # the FILEs that may define a kernel and launch none (a header of kernels)
@@ -108,10 +109,11 @@ def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileCo
         if not isinstance(data, str) and _GLOBAL.search(data) and not _LAUNCH.search(data):
             kernels.add(real)
     found: dict[str, dict[str, list[LaunchFact]]] = {}
+    scan = IncludeScan()
     for file in files if kernels and len(wanted) > 1 else ():
         try:
             context, bindings = read(file)
-            if not includes_any(file, context.include_dirs, kernels - {os.path.realpath(file)}):
+            if not scan.includes_any(file, context.include_dirs, kernels - {os.path.realpath(file)}):
                 continue
             with input_limit(max_bytes):
                 ctx = FileContext(source.load(file), context)
@@ -123,7 +125,8 @@ def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileCo
             if fact is None or header not in wanted or header == os.path.realpath(file):
                 continue
             have = found.setdefault(wanted[header], {}).setdefault(fact.kernel, [])
-            if not any((f.grid, f.block, f.args, f.types) == (fact.grid, fact.block, fact.args, fact.types) for f in have):
+            if not any((f.grid, f.block, f.args, f.types, f.api) == (fact.grid, fact.block, fact.args, fact.types, fact.api)
+                       for f in have):
                 have.append(replace(fact, where=f"{quoted(file)}:{launch.line}"))  # a name with a newline stays on its line
     out: dict[str, dict[str, tuple[LaunchFact, ...]]] = {}
     for path, by_kernel in found.items():  # a kernel its own file launches is read with that launch: none is given
@@ -145,24 +148,21 @@ def _sized_launches(ctx: FileContext, bindings: Mapping[str, Value | str], launc
     sweep's sizes in turn (as the sweep binds a file's own), the grid and the kernel's parameter values at each; the
     parameters that take the size at every one are what the sweep binds.  A launch none of whose parameters takes the
     size gives none."""
+    sized = [(header, launch) for header, launch in launches if launch.block is not None and launch.sizes]
+    if not sized:
+        return []
+    names = sorted({name for _, launch in sized for name in launch.sizes})  # each launch's grid reads its own names alone
+    tables: dict[tuple[str, int], list[tuple[int, Dim3, tuple[tuple[str, Value], ...]]]] = {}
+    for size in SIZES:  # one evaluation of the file's launches a size
+        for _, at, _ in launches_of_header_kernels(ctx, {**bindings, **size_bindings(names, size)}):
+            if at.grid is not None:
+                tables.setdefault((at.kernel, at.line), []).append((size, at.grid, at.bindings))
     out = []
-    groups: dict[frozenset[str], list[tuple[str, Launch]]] = {}  # launches set by the same names: evaluated together
-    for header, launch in launches:
-        if launch.block is not None and launch.sizes:
-            groups.setdefault(frozenset(launch.sizes), []).append((header, launch))
-    for names, group in groups.items():
-        tables: dict[tuple[str, int], list[tuple[int, Dim3, tuple[tuple[str, Value], ...]]]] = {}
-        for size in SIZES:
-            again = {(la.kernel, la.line): la for _, la, _ in launches_of_header_kernels(ctx, {**bindings, **size_bindings(sorted(names), size)})}
-            for _, launch in group:
-                at = again.get((launch.kernel, launch.line))
-                if at is not None and at.grid is not None and at.block == launch.block:
-                    tables.setdefault((launch.kernel, launch.line), []).append((size, at.grid, at.bindings))
-        for header, launch in group:
-            table = tables.get((launch.kernel, launch.line), [])
-            taking = tuple(n for n, _ in table[0][2] if all(dict(args).get(n) == size for size, _, args in table)) if table else ()
-            if taking:
-                common = tuple((n, v) for n, v in table[0][2] if n not in taking and all((n, v) in args for _, _, args in table))
-                out.append((header, launch, LaunchFact(launch.kernel, None, launch.block, common, "included", types=launch.type_args,
-                                                       where=f"{ctx.src.path}:{launch.line}", sizes=taking, by_size=tuple(table))))
+    for header, launch in sized:
+        table = [(size, grid, args) for size, grid, args in tables.get((launch.kernel, launch.line), [])]
+        taking = tuple(n for n, _ in table[0][2] if all(dict(args).get(n) == size for size, _, args in table)) if table else ()
+        if taking:
+            common = tuple((n, v) for n, v in table[0][2] if n not in taking and all((n, v) in args for _, _, args in table))
+            out.append((header, launch, LaunchFact(launch.kernel, None, launch.block, common, "included", types=launch.type_args,
+                                                   sizes=taking, by_size=tuple(table), api=launch.api)))
     return out

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from swzc.analysis.kernels import HEADER_LAUNCH
+from swzc.analysis.kernels import launched_header
 from swzc.analysis.records import LaunchFact
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
@@ -146,7 +146,8 @@ def _launched_from(kernel: str, settings: Settings) -> str:
     """For a kernel read with a launch in another FILE that includes it (and no --grid of the user's): that launch."""
     given = {kernel_of(pair) for pair in (*settings.grids, *settings.blocks)}
     facts = settings.included.get(kernel, ()) if kernel not in given else ()
-    ranked = next((f for f in facts if f.grid is not None), facts[0] if facts else None)  # as the ranking takes them
+    fixed = [f for f in facts if f.grid is not None]  # the ranking reads the largest grid a launch fixes, else the sweep
+    ranked = max(fixed, key=lambda f: f.grid[0] * f.grid[1] * f.grid[2]) if fixed else facts[0] if facts else None
     return f"its launch at {ranked.where}" if ranked is not None else ""
 
 
@@ -268,7 +269,7 @@ def without_named_headers(report: FileSuggestions, files: Sequence[str]) -> File
     """The report without its notes on launches of kernels that headers among FILES define: those headers were read
     with the launches, and the notes' advice to name them is moot."""
     named = {os.path.realpath(f) for f in files}
-    kept = tuple(n for n in report.notes if not ((m := HEADER_LAUNCH.match(n)) and os.path.realpath(m.group(1)) in named))
+    kept = tuple(n for n in report.notes if not ((h := launched_header(n)) and os.path.realpath(h) in named))
     return replace(report, notes=kept) if kept != report.notes else report
 
 
@@ -276,8 +277,8 @@ def elsewhere_hint(reports: Sequence[FileSuggestions], files: Sequence[str]) -> 
     """One line on the kernels FILES launch that headers outside the run define, which the default output passes
     over ('' where none): swzc reads a kernel in its own file, and -v gives the command that reads it with the launch."""
     named = {os.path.realpath(f) for f in files}
-    launching = [(r.path, header) for r in reports for n in r.notes for m in [HEADER_LAUNCH.match(n)] if m
-                 for header in [m.group(1)] if os.path.realpath(header) not in named]
+    launching = [(r.path, header) for r in reports for n in r.notes for header in [launched_header(n)]
+                 if header and os.path.realpath(header) not in named]
     if not launching:
         return ""
     paths = list(dict.fromkeys(path for path, _ in launching))
@@ -285,7 +286,7 @@ def elsewhere_hint(reports: Sequence[FileSuggestions], files: Sequence[str]) -> 
     where = quoted(paths[0]) if len(paths) == 1 else f"{len(paths)} files"
     shown = ", ".join(quoted(h) for h in headers[:3]) + (f" and {len(headers) - 3} more" if len(headers) > 3 else "")
     verb = "launches" if len(paths) == 1 else "launch"
-    return (f"{where} {verb} {len(launching)} kernel(s) defined in {shown}: swzc reads a kernel in the file that defines it; "
+    return (f"{where} {verb} kernels defined in {shown}: swzc reads a kernel in the file that defines it; "
             "name that file too, in the same run, to have it read with the launch (`swzc suggest -v` says more)")
 
 
