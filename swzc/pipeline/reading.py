@@ -159,7 +159,7 @@ def _sized_launches(ctx: FileContext, bindings: Mapping[str, Value | str], launc
                 tables.setdefault((at.kernel, at.line), []).append((size, at.grid, at.bindings))
     out = []
     for header, launch in sized:
-        table = [(size, grid, args) for size, grid, args in tables.get((launch.kernel, launch.line), [])]
+        table = tables.get((launch.kernel, launch.line), [])
         taking = tuple(n for n, _ in table[0][2] if all(dict(args).get(n) == size for size, _, args in table)) if table else ()
         if taking:
             common = tuple((n, v) for n, v in table[0][2] if n not in taking and all((n, v) in args for _, _, args in table))
