@@ -118,7 +118,7 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     }
     identifiers = frozenset(text(n) for n in walk(root) if n.type in ("identifier", "type_identifier", "field_identifier"))
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
-    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, {function_name(f) for f, _ in kernels}, user or {})
+    notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, scope, {function_name(f) for f, _ in kernels})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
                         {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
 
@@ -151,12 +151,18 @@ def launches_of_header_kernels(ctx: FileContext, user: Mapping[str, Value | str]
     path and, where this file fixes its grid and block, the fact the header's analysis takes (`included_launches`)."""
     pre, scope = ctx.prepared(user)
     own = {function_name(f) for f, _ in _functions_of(ctx.src, pre)[0]}  # its kernels: a host function may share a name
-    found, twice = _header_definitions(ctx.src, pre)  # of a name defined twice, which one a launch means is not read
+    return _header_launches(ctx, pre, scope, own, _header_definitions(ctx.src, pre))
+
+
+def _header_launches(ctx: FileContext, pre: Preprocessed, scope: Scope, own: set[str],
+                     definitions: tuple[dict[str, tuple[Node, str, str]], set[str]]) -> list[tuple[str, Launch, LaunchFact | None]]:
+    """`launches_of_header_kernels`, given the file's own kernels and its headers' (`_header_definitions`)."""
+    found, twice = definitions  # of a name defined twice, which one a launch means is not read
     defined = {name: d for name, d in found.items() if name not in own and name not in twice}
     if not defined:
         return []
-    found = included_launches(ctx.src, pre, scope, ctx.matches("launches"), {name: d[0] for name, d in defined.items()})
-    return [(defined[launch.kernel][1], launch, fact) for launch, fact in found]
+    launched = included_launches(ctx.src, pre, scope, ctx.matches("launches"), {name: d[0] for name, d in defined.items()})
+    return [(defined[launch.kernel][1], launch, fact) for launch, fact in launched]
 
 
 _HEADER_LAUNCH = re.compile(r"^line \d+ launches kernel \w+ of ('(?:[^']|'\"'\"')*'|[^'\s$]\S*) \(")
@@ -175,12 +181,14 @@ def own_launched_kernels(ctx: FileContext) -> set[str]:
     return set(launch_sites(ctx.src, pre, scope, defined, ctx.matches("launches")))
 
 
-def _launched_from_here(ctx: FileContext, pre: Preprocessed, defined: set[str], user: Mapping[str, Value | str]) -> tuple[str, ...]:
+def _launched_from_here(ctx: FileContext, pre: Preprocessed, scope: Scope, defined: set[str]) -> tuple[str, ...]:
     """Launches here of kernels a header defines (a runner including its kernels' headers): swzc reads a kernel
     in the file that defines it, so each is said with the file to name and what this launch gives it: the
     command that reads the header with it, where this file fixes the launch."""
-    in_headers = header_kernels(ctx.src, pre)
-    launched = {(launch.kernel, launch.line): (launch, fact) for _, launch, fact in launches_of_header_kernels(ctx, user)}
+    definitions = _header_definitions(ctx.src, pre)  # walked once, for the notes and the launches
+    in_headers = {name: shown for name, (_, _, shown) in definitions[0].items()}
+    launched = {(launch.kernel, launch.line): (launch, fact)
+                for _, launch, fact in _header_launches(ctx, pre, scope, defined, definitions)}
     said: dict[str, str] = {}  # one note a kernel: its first launch here
     for node, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
         if name not in in_headers or not pre.active(node) or name in said:
