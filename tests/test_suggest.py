@@ -69,7 +69,7 @@ SYNTAX_ERROR = b"__global__ void k(float* p) {\n  int x = 1;\n    x @ 2;\n  p[bl
 
 LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+): kernel (?P<kernel>\w+): (?P<swizzle>\S+) predicted L2 hits "
                   r"(?P<hit0>[\d.]+) % -> (?P<hit1>[\d.]+) %, DRAM (?P<dram0>[\d,]+) MB -> (?P<dram1>[\d,]+) MB"
-                  r"(?: \(at (?P<swept>[^)]*)\))?; "
+                  r"(?: \(at (?P<swept>.*?)\))?; "
                   r"apply: (?P<apply>.+)$")
 
 
@@ -1012,6 +1012,55 @@ def test_an_including_files_launch_brings_its_hazards_and_its_namespace(work):
     assert "defined in" in invoke("suggest", "paren.cu").stderr
     both = invoke("suggest", "-v", "paren.cu", "k (v2)/gemm.cuh")
     assert "defined in" not in both.stderr and "launches kernel gemm" not in both.stdout and suggestion_lines(both.stdout)
+
+
+def test_a_header_kernel_is_read_with_the_macros_its_including_file_defines_before_the_include(work):
+    """A runner that defines TILE before it includes a header whose `#ifndef TILE` defaults it: the compiler reads
+    the header's kernel with the runner's TILE, and so does swzc when both are in one run (suggest, review, the -v
+    note's command, the apply command): the same figures as the same code in one file.  A macro reached through
+    another's body, or defined by a header the runner includes before, counts too; a -D the header is read with
+    anyway is not named; two runners that define it differently are not both read, and the note says which not."""
+    tiled = GEMM.split(b"void run")[0].replace(b"16 +", b"TILE +")
+    (work / "kernels").mkdir()
+    (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" + tiled)
+    launch = b"void go(const float* A, const float* B, float* C) {\n  gemm<<<dim3(8192 / TILE, 8192 / TILE), dim3(TILE, TILE)>>>(A, B, C, 8192);\n}\n"
+    (work / "runner.cu").write_bytes(b'#define HALF 16\n#define TILE (2 * HALF)\n#include "kernels/k.cuh"\n' + launch)
+    (work / "one.cu").write_bytes(b"#define HALF 16\n#define TILE (2 * HALF)\n" + tiled + launch)
+    (work / "alone.cu").write_bytes(b"#define TILE 16\n" + tiled + launch)
+    (same,), (sixteen,) = suggestion_lines(invoke("suggest", "one.cu").stdout), suggestion_lines(invoke("suggest", "alone.cu").stdout)
+    assert same.group("dram0") != sixteen.group("dram0")  # TILE matters to the figures
+    both = invoke("suggest", "runner.cu", "kernels/k.cuh")
+    (found,) = suggestion_lines(both.stdout)
+    assert (found.group("hit0"), found.group("dram0"), found.group("dram1")) == (same.group("hit0"), same.group("dram0"), same.group("dram1"))
+    assert found.group("swept") == "its launch at runner.cu:5; read with HALF = 16, TILE = (2 * HALF), as runner.cu includes it"
+    assert found.group("apply") == f"swzc rewrite kernels/k.cuh -D HALF=16 -D 'TILE=(2 * HALF)' --swizzle {found.group('swizzle')} --in-place"
+    rewritten = invoke(*shlex.split(found.group("apply"))[1:-1], "-o", "out.cuh", "--no-compile")
+    assert rewritten.exit_code == 0 and f"rewritten with {found.group('swizzle')}" in rewritten.stdout
+    review = json.loads(invoke("review", "--format", "rdjson", "runner.cu", "kernels/k.cuh").stdout)
+    (message,) = [d["message"] for d in review["diagnostics"]]
+    assert f"{same.group('dram0')} MB" in message
+    note = invoke("suggest", "-v", "runner.cu").stdout
+    command = next(line for line in note.splitlines() if "launches kernel gemm" in line).split("with this launch: ")[1].split(" (or")[0]
+    assert command.endswith("-D HALF=16 -D 'TILE=(2 * HALF)'")
+    (by_hand,) = suggestion_lines(invoke(*shlex.split(command)[1:]).stdout)
+    assert by_hand.group("dram0") == same.group("dram0")
+    # from a header the runner includes first; a -D on the command line is the header's too
+    (work / "sizes.cuh").write_bytes(b"#define TILE 32\n")
+    (work / "runner.cu").write_bytes(b'#include "sizes.cuh"\n#include "kernels/k.cuh"\n' + launch)
+    (found,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh").stdout)
+    assert found.group("dram0") == same.group("dram0") and "-D TILE=32" in found.group("apply")
+    (work / "runner.cu").write_bytes(b'#include "kernels/k.cuh"\n' + launch)
+    (given,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh", "-D", "TILE=32").stdout)
+    assert given.group("dram0") == same.group("dram0") and given.group("swept") == "its launch at runner.cu:3"
+    assert given.group("apply").count("-D") == 1
+    # two runners, two TILEs: the first one's read, the other's launch left with a note
+    (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)
+    (work / "other.cu").write_bytes(b'#define TILE 8\n#include "kernels/k.cuh"\n' + launch.replace(b"8192", b"16384"))
+    two = invoke("suggest", "-v", "runner.cu", "other.cu", "kernels/k.cuh")
+    (found,) = suggestion_lines(two.stdout)
+    assert found.group("dram0") == same.group("dram0") and found.group("swept").startswith("its launch at runner.cu:4;")
+    assert ("kernels/k.cuh: note: other.cu includes kernels/k.cuh with TILE defined otherwise than runner.cu does; a run "
+            "reads a file one way, so its launch of kernel gemm is not read") in two.stdout
 
 
 def test_a_launch_in_an_including_file_never_replaces_the_kernels_own(work):

@@ -197,8 +197,11 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, scope: Scope, defin
                 f"({callee[:80]}<<<{config[:80].strip('<>')}>>>)")
         launch, fact = launched.get((name, _line(node)), (None, None))
         if fact is not None:
+            mine = set(ctx.build.defines)  # the header is read with these anyway
+            macros = [(n, m.body) for n, m in pre.outside(definitions[0][name][1])
+                      if m is not None and m.params is None and (n, m.body) not in mine]
             said[name] = (f"{head}: swzc reads a kernel in the file that defines it; with this launch: "
-                          f"{_header_command(in_headers[name], fact)} (or name both files in one suggest or review)")
+                          f"{_header_command(in_headers[name], fact, macros)} (or name both files in one suggest or review)")
         else:
             open_ = f"; its grid is set at run time by {', '.join(launch.sizes)}" if launch is not None and launch.sizes else ""
             both = " ".join(["swzc", "suggest", clean.shell_path(ctx.src.path), clean.shell_path(in_headers[name])])
@@ -208,14 +211,16 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, scope: Scope, defin
     return tuple(said.values())
 
 
-def _header_command(header: str, fact: LaunchFact) -> str:
-    """`swzc suggest HEADER --grid K=X,Y --block K=X --set P=V …`: the header read with one launch of its kernel."""
+def _header_command(header: str, fact: LaunchFact, macros: Sequence[tuple[str, str]] = ()) -> str:
+    """`swzc suggest HEADER --grid K=X,Y --block K=X --set P=V … -D M=V …`: the header read with one launch of its
+    kernel, and the macros this file includes it with (`macros`, as NAME, body)."""
     dims = lambda d: ",".join(map(str, d[:max(i + 1 for i, v in enumerate(d) if v != 1 or i == 0)]))  # noqa: E731
     words = ["swzc", "suggest", clean.shell_path(header), "--grid", f"{fact.kernel}={dims(fact.grid)}",
              "--block", f"{fact.kernel}={dims(fact.block)}"]
     for name, value in (*fact.args, *fact.types):
         if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
             words += ["--set", clean.shell_word(f"{name}={value}")]
+    words += [w for name, body in macros for w in ("-D", clean.shell_word(f"{name}={body}"))]
     return " ".join(words)
 
 

@@ -128,7 +128,8 @@ def command(files: tuple[str, ...], output_format: str, output: str | None, diff
 
     # a kernel defined in one FILE and launched from another that includes it is read with that launch
     included = launches_between(files, reading, max_bytes)
-    work = [(file, replace(read, facts={**included[file], **read.facts}) if file in included else read) for file, read in work]
+    work = [(file, replace(read, facts={**included[file].facts, **read.facts}, defines=(*read.defines, *included[file].defines))
+             if file in included else read) for file, read in work]
     results: list[RewriteResult] = []
     changed: dict[str, frozenset[int]] = {}
     failed: list[SwzcError] = []

@@ -124,7 +124,7 @@ def command(files: tuple[str, ...], hw_name: str, bindings: tuple[str, ...], inc
         return build_context(file, read.include_dirs, read.defines, read.build_path, read.parses, read.memo)[0], read.bound
 
     included = launches_between(files, reading, max_bytes)
-    work = [(file, replace(s, included=included[file]) if file in included else s) for file, s in work]
+    work = [(file, replace(s, included=included[file]) if file in included else s) for file, s in work]  # and its macros
     empty = [d for d in given if os.path.isdir(d) and not any(f.startswith(os.path.join(d, "")) for f in files)]
     if empty and not quiet:
         clean.echo(f"swzc: note: no .cu, .cuh or .hip file under {', '.join(empty)}", err=True, kind="note")

@@ -59,6 +59,10 @@ class Header:
     spelled: str  # as the #include wrote it
     src: SourceFile
     inactive: tuple[tuple[int, int], ...]
+    # Of a header that defines a kernel: the macros known where it was included that its text names, and those their
+    # bodies name in turn; None for one defined differently on paths not told apart.  The compiler reads the header's
+    # kernels with them, and swzc reads the header on its own with them where the including file launches its kernels.
+    outside: tuple[tuple[str, Macro | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,10 @@ class Preprocessed:
 
     def active(self, node: Node) -> bool:
         return not self.inactive_spans.holds(node.start_byte, node.end_byte)
+
+    def outside(self, real: str) -> tuple[tuple[str, Macro | None], ...]:
+        """`Header.outside` of the header at real path `real`, where the file first includes it; () if it does not."""
+        return next((h.outside for h in self.headers if os.path.realpath(h.path) == real), ())
 
     @functools.cached_property
     def inactive_spans(self) -> Spans:
@@ -112,6 +120,7 @@ class _State:
     once: dict[str, list[dict[str, Macro | None]]] = field(default_factory=dict)
     bodies: dict[str, set[str]] = field(default_factory=dict)
     function_like: set[str] = field(default_factory=set)
+    builtin: Mapping[str, str] = field(default_factory=dict)  # what the compiler defines itself (not the includer's)
 
     def define(self, table: dict[str, Macro | None], name: str, macro: Macro) -> None:
         """A #define.  Redefined differently without an #undef between, the macro has two values in one
@@ -124,7 +133,7 @@ class _State:
 
 def preprocess(src: SourceFile, context: CompileContext | None = None, budget: Budget | None = None) -> Preprocessed:
     context = context or CompileContext()
-    state = _State(context, budget or Budget())
+    state = _State(context, budget or Budget(), builtin=_BUILTIN[src.dialect])
     table: dict[str, Macro | None] = {name: Macro(None, value) for name, value in _BUILTIN[src.dialect].items()}
     for name, value in context.defines:
         if value is None:
@@ -269,9 +278,30 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
         return
     if _PRAGMA_ONCE.search(header.data):
         state.once.setdefault(path, []).append(table)
+    outside = _outside(header, table, state.builtin) if _KERNEL.search(header.data) else ()
     inactive: list[tuple[int, int]] = []
     yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
-    state.headers.append(Header(path, spelled, header, tuple(inactive)))
+    state.headers.append(Header(path, spelled, header, tuple(inactive), outside))
+
+
+_KERNEL = re.compile(rb"\b__global__\b")
+
+
+def _outside(header: SourceFile, table: Mapping[str, Macro | None], builtin: Mapping[str, str]
+             ) -> tuple[tuple[str, Macro | None], ...]:
+    """The macros of `table` (where `header` is included) that its text names, and those their bodies name, by
+    name; none that the compiler defines itself with its own value."""
+    found: dict[str, Macro | None] = {}
+    wanted = [n for n in header.names if n in table]
+    while wanted:
+        name = wanted.pop()
+        if name in found:
+            continue
+        macro = found[name] = table[name]
+        if macro is not None:
+            wanted += [n for n in re.findall(r"[A-Za-z_]\w*", macro.body) if n in table and n not in found]
+    return tuple(sorted(((n, m) for n, m in found.items()
+                         if m is None or m.params is not None or builtin.get(n) != m.body), key=lambda item: item[0]))
 
 
 _PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.MULTILINE)

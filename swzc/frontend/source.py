@@ -77,6 +77,12 @@ class SourceFile:
         """The offset each line starts at (found once: a file with many errors asks for many lines)."""
         return _line_starts(self.data)
 
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """Every identifier its text spells, comments and strings included (found once: a header of kernels is asked
+        which of its includer's macros it may read, by each file of a run that includes it)."""
+        return frozenset(m.decode("ascii") for m in _NAME.findall(self.data))
+
     def where(self, node_or_byte: Node | int) -> str:
         byte = node_or_byte if isinstance(node_or_byte, int) else node_or_byte.start_byte
         line, col = self.line_col(byte)
@@ -87,6 +93,9 @@ class SourceFile:
 
     def error_message(self, issue: SyntaxIssue) -> str:
         return f"{self.path}:{issue.line}:{issue.col}: syntax error: {issue.what}"
+
+
+_NAME = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def _line_starts(data: bytes) -> list[int]:

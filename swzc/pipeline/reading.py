@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from swzc.analysis.context import FileContext
 from swzc.analysis.kernels import launches_of_header_kernels, own_launched_kernels
@@ -22,7 +22,7 @@ from swzc.core.errors import SwzcError
 from swzc.core.memo import Memo
 from swzc.frontend import source
 from swzc.frontend.build_context import HeaderParses, read_regular_file
-from swzc.frontend.evaluate import Dim3, Value
+from swzc.frontend.evaluate import Dim3, Macro, Value
 from swzc.frontend.preprocess import (CompileContext, IncludeScan, context_from_database, context_from_flags,
                                       find_compile_commands)
 from swzc.frontend.source import max_input_bytes
@@ -93,22 +93,46 @@ _GLOBAL = re.compile(rb"\b__global__\b")
 _LAUNCH = re.compile(rb"<<<|\bhipLaunchKernelGGL\b|\bcudaLaunch\w*Kernel|\bhipLaunch\w*Kernel")
 
 
+@dataclass(frozen=True)
+class Included:
+    """What a run's other FILEs say of one FILE's kernels (`launches_between`)."""
+
+    facts: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)  # their launches, by kernel
+    # The object-like macros the including files define where they include it that it names (a `#define TILE 32`
+    # before its `#ifndef TILE`): the FILE is read with them, as -D NAME=VALUE, as the compiler reads its kernels.
+    macros: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()  # what of them is not read, and why
+    by: str = ""  # the including file whose macros those are, as a message names it
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """`macros` as -D values."""
+        return tuple(f"{name}={body}" for name, body in self.macros)
+
+    def said(self) -> str:
+        """`macros` as a suggestion names them."""
+        return ", ".join(f"{name} = {body}" for name, body in self.macros)
+
+
 def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileContext, Mapping[str, Value | str]]],
-                     max_bytes: int) -> dict[str, dict[str, tuple[LaunchFact, ...]]]:
+                     max_bytes: int) -> dict[str, Included]:
     """What the run's FILES say of each other's kernels: a runner that includes its kernels' header launches them,
     and swzc reads a kernel in the file that defines it.  For each FILE whose kernels another FILE launches
     through an #include and its own file does not: those launches ("included" facts, the same configuration
-    once), by the FILE as given and kernel; each with the grid and block that FILE fixes, or the grid it sets at
-    run time at each size of a sweep (`_sized_launches`).  `read(FILE)`: its build's context and --set bindings.
-    Only a FILE that includes another FILE of the run that spells `__global__` and no launch (IncludeScan) is
-    parsed here; one that cannot be read or parsed is left for the run to report."""
+    once), by the FILE as given; each with the grid and block that FILE fixes, or the grid it sets at run time at
+    each size of a sweep (`_sized_launches`); and the macros the including file defines where it includes the FILE
+    that the FILE reads.  A run reads a FILE one way: where two including files define those macros differently,
+    the first one's launches are read (in the order of FILES) and the others' are not, with a note.
+    `read(FILE)`: its build's context and --set bindings.  Only a FILE that includes another FILE of the run that
+    spells `__global__` and no launch (IncludeScan) is parsed here; one that cannot be read or parsed is left for
+    the run to report."""
     wanted = {os.path.realpath(f): f for f in files}
     kernels = set()  # the FILEs that may define a kernel and launch none (a header of kernels)
     for real, file in wanted.items():
         data = read_regular_file(file, max_bytes)
         if not isinstance(data, str) and _GLOBAL.search(data) and not _LAUNCH.search(data):
             kernels.add(real)
-    found: dict[str, dict[str, list[LaunchFact]]] = {}
+    found: dict[str, list[tuple[str, tuple[tuple[str, Macro | None], ...], LaunchFact]]] = {}
     scan = IncludeScan()
     for file in files if kernels and len(wanted) > 1 else ():
         try:
@@ -121,24 +145,51 @@ def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileCo
         except SwzcError:
             continue
         sized = _sized_launches(ctx, bindings, [(h, launch) for h, launch, fact in launched if fact is None and h in wanted])
+        pre = ctx.prepared(bindings)[0]
         for header, launch, fact in [*launched, *sized]:
-            if fact is None or header not in wanted or header == os.path.realpath(file):
-                continue
-            have = found.setdefault(wanted[header], {}).setdefault(fact.kernel, [])
-            if not any((f.grid, f.block, f.args, f.types, f.api) == (fact.grid, fact.block, fact.args, fact.types, fact.api)
-                       for f in have):
-                have.append(replace(fact, where=f"{quoted(file)}:{launch.line}"))  # a name with a newline stays on its line
-    out: dict[str, dict[str, tuple[LaunchFact, ...]]] = {}
-    for path, by_kernel in found.items():  # a kernel its own file launches is read with that launch: none is given
+            if fact is not None and header in wanted and header != os.path.realpath(file):
+                # a name with a newline stays on its line
+                found.setdefault(wanted[header], []).append((file, pre.outside(header), replace(fact, where=f"{quoted(file)}:{launch.line}")))
+    out: dict[str, Included] = {}
+    for path, launches in found.items():  # a kernel its own file launches is read with that launch: none is given
         try:
             context, _ = read(path)
             with input_limit(max_bytes):
                 own = own_launched_kernels(FileContext(source.load(path), context))
         except SwzcError:
             continue
-        if any(kernel not in own for kernel in by_kernel):
-            out[path] = {kernel: tuple(facts) for kernel, facts in by_kernel.items() if kernel not in own}
+        launches = [(file, macros, fact) for file, macros, fact in launches if fact.kernel not in own]
+        if launches:
+            out[path] = _included(path, launches, context)
     return out
+
+
+def _included(path: str, launches: Sequence[tuple[str, tuple[tuple[str, Macro | None], ...], LaunchFact]],
+              context: CompileContext) -> Included:
+    """One FILE's launches from the files that include it (file, the macros it includes it with, fact), in the order
+    of FILES, as the FILE is read: with the first one's macros, and the launches of the files that agree."""
+    mine = set(context.defines)  # a -D the FILE is read with anyway is no macro of the includer's to name
+
+    def kept(macros: tuple[tuple[str, Macro | None], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((name, m.body) for name, m in macros if m is not None and m.params is None and (name, m.body) not in mine)
+
+    first = kept(launches[0][1])
+    facts: dict[str, list[LaunchFact]] = {}
+    notes: list[str] = []
+    for file, macros, fact in launches:
+        if kept(macros) != first:
+            differ = sorted({name for name, _ in {*kept(macros)} ^ {*first}})
+            notes.append(f"{quoted(file)} includes {quoted(path)} with {', '.join(differ)} defined otherwise than "
+                         f"{quoted(launches[0][0])} does; a run reads a file one way, so its launch of kernel {fact.kernel} is not read")
+            continue
+        unclear = [name for name, m in macros if m is None]
+        if unclear:
+            notes.append(f"{quoted(file)} defines {', '.join(unclear)} differently on paths swzc does not tell apart where it "
+                         f"includes {quoted(path)}: those are read as {quoted(path)} defines them")
+        have = facts.setdefault(fact.kernel, [])
+        if not any((f.grid, f.block, f.args, f.types, f.api) == (fact.grid, fact.block, fact.args, fact.types, fact.api) for f in have):
+            have.append(fact)
+    return Included({kernel: tuple(f) for kernel, f in facts.items()}, first, tuple(dict.fromkeys(notes)), quoted(launches[0][0]))
 
 
 def _sized_launches(ctx: FileContext, bindings: Mapping[str, Value | str], launches: Sequence[tuple[str, Launch]]

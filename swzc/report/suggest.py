@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swzc.analysis.kernels import launched_header
-from swzc.analysis.records import LaunchFact
 from swzc.core import clean, workers
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.memo import Memo
@@ -25,7 +24,7 @@ from swzc.frontend.evaluate import Value
 from swzc.frontend.source import SyntaxIssue
 from swzc.pipeline.driver import KernelOutcome, Options, parse_launch_facts, rewrite_file
 from swzc.report.shared import syntax_json
-from swzc.pipeline.reading import build_context, input_limit
+from swzc.pipeline.reading import Included, build_context, input_limit
 from swzc.rewrite.patch import quoted
 from swzc.target.hw import HardwareModel
 
@@ -86,9 +85,9 @@ class Settings:
     # default it leaves out, since `swzc rewrite` run in the same place reads the same pyproject.toml.
     passed: tuple[str, ...] = ()  # --hw, --set, -I, -D, -p, as words
     passed_launches: tuple[tuple[str, str], ...] = ()  # ("--grid" or "--block", KERNEL=X,Y), kept per FILE
-    # launches of this FILE's kernels in another FILE of the run that includes it (reading.launches_between); a
-    # --grid or --block given for a kernel comes first
-    included: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)
+    # launches of this FILE's kernels in another FILE of the run that includes it, and the macros it includes it with
+    # (reading.launches_between); a --grid or --block given for a kernel comes first
+    included: Included = field(default_factory=Included)
     parses: HeaderParses = field(default_factory=HeaderParses, compare=False)  # headers the files include, parsed once
     memo: Memo = field(default_factory=Memo, compare=False)  # the results cache (swzc.core.memo): off unless the command turns it on
 
@@ -106,7 +105,7 @@ def _apply_command(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     given that one order (a forced --swizzle reaches every kernel it fits), else `--swizzle KERNEL=SPEC` for each
     kernel suggested, which leaves the others alone."""
     names = {o.name for o in outcomes}
-    words = [*settings.passed]
+    words = [*settings.passed, *(w for define in settings.included.defines for w in ("-D", define))]
     words += [w for option, pair in settings.passed_launches if kernel_of(pair) in names for w in (option, pair)]
     reading = [o for o in outcomes if o.status != "untouched"]
     orders = {o.swizzle for o in reading}
@@ -145,10 +144,11 @@ def suggestions_of(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
 def _launched_from(kernel: str, settings: Settings) -> str:
     """For a kernel read with a launch in another FILE that includes it (and no --grid of the user's): that launch."""
     given = {kernel_of(pair) for pair in (*settings.grids, *settings.blocks)}
-    facts = settings.included.get(kernel, ()) if kernel not in given else ()
+    facts = settings.included.facts.get(kernel, ()) if kernel not in given else ()
     fixed = [f for f in facts if f.grid is not None]  # the ranking reads the largest grid a launch fixes, else the sweep
     ranked = max(fixed, key=lambda f: f.grid[0] * f.grid[1] * f.grid[2]) if fixed else facts[0] if facts else None
-    return f"its launch at {ranked.where}" if ranked is not None else ""
+    macros = f"; read with {settings.included.said()}, as {settings.included.by} includes it" if settings.included.macros else ""
+    return f"its launch at {ranked.where}{macros}" if ranked is not None else ""
 
 
 def _swept(o: KernelOutcome) -> str:
@@ -166,11 +166,11 @@ def _swept(o: KernelOutcome) -> str:
 def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     """The model's suggestions for one FILE, or the error that stopped it, as a record: the run goes on."""
     try:
-        context, context_notes = build_context(path, settings.include_dirs, settings.defines, settings.build_path,
-                                               settings.parses, settings.memo)
+        context, context_notes = build_context(path, settings.include_dirs, (*settings.defines, *settings.included.defines),
+                                               settings.build_path, settings.parses, settings.memo)
         with input_limit(settings.max_bytes):  # with several FILEs, a --grid may name a kernel of another one
             options = Options(hw=settings.hw, bindings=settings.bound, context=context,
-                              facts={**settings.included, **parse_launch_facts(settings.grids, settings.blocks)}, facts_elsewhere=True,
+                              facts={**settings.included.facts, **parse_launch_facts(settings.grids, settings.blocks)}, facts_elsewhere=True,
                               bench=False, compile=False, proposer="builtin")
             result = rewrite_file(path, options)
     except SwzcError as exc:
@@ -188,7 +188,7 @@ def suggest_file(path: str, settings: Settings) -> FileSuggestions:
     # from a worker.
     outcomes = tuple(replace(o, sizes=None) for o in result.outcomes)
     return FileSuggestions(path, outcomes, suggestions_of(path, result.outcomes, settings),
-                           notes=(*context_notes, *result.notes), syntax_errors=result.syntax_errors, hw=settings.hw.name)
+                           notes=(*context_notes, *settings.included.notes, *result.notes), syntax_errors=result.syntax_errors, hw=settings.hw.name)
 
 
 def suggest_files(work: Sequence[tuple[str, Settings]], jobs: int = 1, done: Callable[[int], None] | None = None
