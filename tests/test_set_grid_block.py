@@ -24,8 +24,9 @@ def test_set_reads_integers_in_any_base_floats_and_type_names():
     ("N=1e999", "must be a finite number"),
     ("N=4 4", "must be a number or a type name"),
     ("N=(4)", "must be a number or a type name"),
-    ("dims.w=4", "only a dim3's or vector's .x, .y or .z can be given on its own"),
-    ("Size.width=4096", "only a dim3's or vector's .x, .y or .z can be given on its own"),
+    ("Size.width=wide", "a field (Size.width) takes a number"),
+    ("p->n=inf", "must be a finite number"),
+    ("p.=4", "expected NAME=VALUE"),
     ("dims.x=float", "a field (dims.x) takes an integer"),
 ])
 def test_set_refuses_what_is_neither_a_number_nor_a_type(pair, message):
@@ -52,6 +53,40 @@ def test_set_gives_the_fields_of_a_dim3_or_vector_the_reasons_name(tmp_path):
     given = CliRunner().invoke(main, ["suggest", "-v", str(path), "--grid", "conv=256,256", "--block", "conv=16,16",
                                       "--set", "dims.x=4096"]).stdout
     assert "unranked" not in given and "kernel conv:" in given
+
+
+def test_set_gives_a_structs_fields_as_the_file_reads_them_and_a_sweep_binds_them(tmp_path):
+    """`p.n`, `args->dims.m` (spaces left out) are fields a file reads through names: --set gives each one, and a
+    kernel that takes its sizes in a struct passed whole is swept over them as one taking ints is, to the same
+    figures; a field read through a pointer is asked for quoted, since `->` is a shell's redirection."""
+    assert parse_bindings(["p.n=4096", "args -> dims.m = 0x10", "dims.w=4", "s.scale=0.5"]) == {
+        "p.n": 4096, "args->dims.m": 16, "dims.w": 4, "s.scale": 0.5}
+    from click.testing import CliRunner
+
+    from swzc.commands.cli import main
+
+    body = ("  const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;\n"
+            "  float acc = 0.0f;\n  for (int i = 0; i < K; ++i) acc += A[row * K + i] * B[i * N + col];\n"
+            "  C[row * N + col] = acc;\n}\n")
+    (tmp_path / "ints.cu").write_text("__global__ void gemm(const float* A, const float* B, float* C, int N, int K) {\n" + body +
+                                      "void run(const float* A, const float* B, float* C, int n, int k) {\n"
+                                      "  gemm<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(A, B, C, n, k);\n}\n")
+    (tmp_path / "fields.cu").write_text("struct Shape { int n, k; };\n"
+                                        "__global__ void gemm(const float* A, const float* B, float* C, Shape p) {\n" +
+                                        body.replace("K", "p.k").replace("N", "p.n") +
+                                        "void run(const float* A, const float* B, float* C, const Shape* q) {\n"
+                                        "  Shape p = *q;\n  gemm<<<dim3(p.n / 16, p.n / 16), dim3(16, 16)>>>(A, B, C, p);\n}\n")
+    ints = CliRunner().invoke(main, ["suggest", str(tmp_path / "ints.cu")]).stdout
+    fields = CliRunner().invoke(main, ["suggest", str(tmp_path / "fields.cu")]).stdout
+    assert "at p.n = p.k = 8192, the largest size swept" in fields
+    assert fields.split(": kernel gemm: ")[1].split(" (at")[0] == ints.split(": kernel gemm: ")[1].split(" (at")[0]
+    (tmp_path / "pointer.cu").write_text("struct Shape { int n, k; };\n"
+                                         "__global__ void gemm(const float* A, const float* B, float* C, const Shape* p) {\n" +
+                                         body.replace("K", "p->k").replace("N", "p->n") +
+                                         "void run(const float* A, const float* B, float* C, const Shape* q) {\n"
+                                         "  gemm<<<dim3(256, 256), dim3(16, 16)>>>(A, B, C, q);\n}\n")
+    said = CliRunner().invoke(main, ["suggest", "-v", str(tmp_path / "pointer.cu")]).stdout
+    assert "--set 'p->k=VALUE'" in said and "--set p->" not in said
 
 
 def test_grid_and_block_fill_the_missing_axes_with_one():

@@ -15,11 +15,11 @@ from tree_sitter import Node
 from swzc.analysis import templates, tileloop
 from swzc.analysis.records import Launch, LaunchFact, TileLoop
 from swzc.core.errors import SwzcError
-from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of
+from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of, field_name
 from swzc.frontend.preprocess import Preprocessed
 from swzc.frontend.scope import _Evaluator, local_scope
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import _callee, _line, _strip, ancestors, declared_name, function_name, parameter_list, text
+from swzc.frontend.syntax import _callee, _line, _strip, ancestors, declared_name, function_name, parameter_list, text, walk
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,23 @@ def integer_parameters(function: Node) -> tuple[str, ...]:
     return tuple(p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type))
 
 
+MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a field was before
+
+
+def _fields_read(function: Node, param: str) -> list[str]:
+    """The fields of parameter `param` the kernel reads through names (`p.n`, `p.dims.m`; swzc.frontend.evaluate.
+    field_name), in the order it reads them: where the launch passes a struct whole, a sweep binds them with the
+    grid's sizes (the kernel's `p.k` is a problem size as an `int k` parameter would be)."""
+    body = function.child_by_field_name("body")
+    found: dict[str, None] = {}
+    for node in walk(body) if body is not None else ():
+        if node.type == "field_expression" and (node.parent is None or node.parent.type != "field_expression"):
+            name = field_name(node)
+            if name is not None and name.startswith((f"{param}.", f"{param}->")):
+                found.setdefault(name)
+    return list(found)[:MAX_FIELD_SIZES]
+
+
 def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,
            divisor: Node | None, loop: TileLoop | None, integers: Collection[str] = ()) -> Launch:
     """One launch with the values and types its arguments give the kernel's parameters, and what they make
@@ -127,6 +144,8 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             named: list[str] = []
             _Evaluator(site.host, named).value(arg)
             sizes += [n for n in named if n.isidentifier() or n.partition(".")[0].isidentifier() and n[-2:] in (".x", ".y", ".z")]
+        elif arg.type != "type_descriptor":  # a struct passed whole (`Params p`): the fields the kernel reads of it
+            sizes += _fields_read(function, pname)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
     record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
                      sizes=tuple(n for n in dict.fromkeys(sizes) if n not in site.launch.block_sizes))

@@ -203,6 +203,20 @@ def expression_of(text: str) -> Node | None:
     return node
 
 
+def field_name(node: Node) -> str | None:
+    """A field read through names alone (`p.n`, `args->dims.m`) as --set and a sweep name it, spaces left out; None
+    for one read through anything else (a call, an index)."""
+    parts = []
+    while node.type == "field_expression":
+        parts.append(_text(node.child_by_field_name("operator")) + _text(node.child_by_field_name("field")))
+        node = node.child_by_field_name("argument")
+        if node is None:
+            return None
+    if node.type != "identifier":
+        return None
+    return _text(node) + "".join(reversed(parts))
+
+
 def _named(node: Node) -> list[Node]:
     return [c for c in node.named_children if c.type != "comment"]
 
@@ -312,8 +326,12 @@ class Evaluator:
         if kind == "field_expression":
             base = node.child_by_field_name("argument")
             axis = _text(node.child_by_field_name("field"))
+            whole = field_name(node)
+            bound = self.scope.user.get(whole) if whole is not None else None
+            if isinstance(bound, (int, float)) and not isinstance(bound, bool):  # --set p.n=4096, or a sweep's size
+                return bound
             if self.free is not None and axis not in ("x", "y", "z"):  # a struct's field: named whole (`p.n`)
-                self.free.append(" ".join(_text(node).split()))
+                self.free.append(whole or " ".join(_text(node).split()))
                 return None
             if self.free is not None and base is not None and base.type == "identifier" and self.scope.find(_text(base)) is None:
                 self.free.append(f"{_text(base)}.{axis}")  # a dim3 nothing fixes (`dims.x`): the dim3 is the size

@@ -130,11 +130,13 @@ class SizeSweep:
 
 
 def size_bindings(names: Sequence[str], size: int, assumed: Sequence[tuple[str, int]] = ()) -> dict[str, int | tuple[int, int, int]]:
-    """Each of a sweep's names bound to `size`; a dim3's field (`dims.x`) binds the dim3 to (size, size, 1)."""
+    """Each of a sweep's names bound to `size`; a dim3's field (`dims.x`) binds the dim3 to (size, size, 1), a
+    struct's (`p.n`, `args->m`) binds that field."""
     bound: dict[str, int | tuple[int, int, int]] = {}
     for name in names:
         base, dot, axis = name.partition(".")
-        bound[base if axis in ("x", "y", "z") else name] = (size, size, 1) if dot else size
+        dim3 = dot and axis in ("x", "y", "z")  # a struct's field (`p.n`) is bound as it is named
+        bound[base if dim3 else name] = (size, size, 1) if dim3 else size
     return {**bound, **dict(assumed)}
 
 

@@ -71,7 +71,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
     if launch is None:
         return "no launch names the sizes its grid is set by"
     user = dict(user or {})
-    names = tuple(n for n in launch.sizes if n.partition(".")[0] not in user)
+    names = tuple(n for n in launch.sizes if n not in user and n.partition(".")[0] not in user)
     if not names:
         return f"the sizes {', '.join(launch.sizes)} are given with --set and still do not fix the grid"
     said = " = ".join(names)
@@ -199,7 +199,7 @@ def unsized(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, user: Mappi
         return ""
     user = dict(user or {})
     first = kernel.launches[0] if kernel.launches else None
-    names = tuple(n for n in first.sizes if _bindable(n) and n.partition(".")[0] not in user) if first else ()
+    names = tuple(n for n in first.sizes if _bindable(n) and n not in user and n.partition(".")[0] not in user) if first else ()
     followed = _unfollowed(ctx, kernel, hw, user, names)
     if followed or first is None:
         return followed
@@ -289,9 +289,12 @@ def _stand_in(at: KernelInfo, first: Launch, unset: Mapping[str, int], dims: int
 
 
 def _bindable(name: str) -> bool:
-    """A name a sweep can bind: an identifier, or a dim3's field (`dims.x`), whose dim3 it binds."""
-    base, dot, axis = name.partition(".")
-    return base.isidentifier() and (not dot or axis in ("x", "y", "z"))
+    """A name a sweep can bind: an identifier, a dim3's field (`dims.x`), whose dim3 it binds, or a struct's field
+    read through names (`p.n`, `args->dims.m`), which it binds as the file names it (`--set p.n=4096` alike)."""
+    return name.isidentifier() or _FIELD.fullmatch(name) is not None
+
+
+_FIELD = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)+")
 
 
 def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:

@@ -21,6 +21,7 @@ from swzc.verify.bench import Bencher, KernelBench, Size, SizedBencher
 from swzc.target.compile import CompileReport, compile_check
 from swzc.analysis.context import FileContext
 from swzc.rewrite.edits import Edit, rewrite
+from swzc.core import clean
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.frontend.evaluate import Dim3, Evaluator, Value, expression_of
 from swzc.target.hw import HardwareModel
@@ -162,9 +163,13 @@ class RewriteResult:
 _TYPE_NAME = re.compile(r"[A-Za-z_][\w:]*(?:\s*<[\w\s:,<>]*>)?(?:\s+[A-Za-z_][\w:]*)*")
 
 
+_FIELD = re.compile(r"[A-Za-z_]\w*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)+")
+
+
 def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]:
     """--set NAME=VALUE: VALUE an integer, a float, or a type name (`DATA_TYPE=float`, `T=unsigned int`); NAME.x,
-    NAME.y or NAME.z=INTEGER one field of a dim3 or vector (`dims.x=4096`), the fields not given 1."""
+    NAME.y or NAME.z=INTEGER one field of a dim3 or vector (`dims.x=4096`), the fields not given 1; any other field a
+    file reads through names (`p.n=4096`, `args->m=512`) that field, a number."""
     bound: dict[str, Value | str] = {}
     fields: dict[str, list[int]] = {}
     for pair in pairs:
@@ -178,9 +183,19 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]
                 raise SwzcError(f"--set {pair!r}: a field ({name}) takes an integer") from None
             fields.setdefault(base, [1, 1, 1])["xyz".index(axis)] = number
             continue
-        if sep and dot and base.isidentifier() and axis.isidentifier():
-            raise SwzcError(f"--set {pair!r}: only a dim3's or vector's .x, .y or .z can be given on its own; give the "
-                            f"grid with --grid KERNEL=X,Y and the sizes it needs with --set NAME=VALUE")
+        if sep and _FIELD.fullmatch(name):  # a struct's field, as the file reads it (`p.n`, `args->dims.m`)
+            name = "".join(name.split())
+            try:
+                bound[name] = int(value, 0)
+            except ValueError:
+                try:
+                    number = float(value)
+                except ValueError:
+                    raise SwzcError(f"--set {pair!r}: a field ({name}) takes a number") from None
+                if not math.isfinite(number):
+                    raise SwzcError(f"--set {pair!r}: VALUE must be a finite number") from None
+                bound[name] = number
+            continue
         if not sep or not name.isidentifier():
             raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096, --set DATA_TYPE=float or --set dims.x=4096")
         try:
@@ -791,14 +806,14 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
 # `_rank`'s template arguments and the parameters its reads also use).
 _SET_NAMES = (UNFIXED_PARAMETER,
               re.compile(r"(?:its template arguments|its reads also use|its writes use) ([\w, ]+?), which --set gives"),
-              re.compile(r"not an integer the file fixes: ([A-Za-z_]\w*(?:\.[xyz])?)\b"))
+              re.compile(r"not an integer the file fixes: ([A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*)\b"))
 
 
 def _named_for_set(reason: str) -> list[str]:
     """The names a reason says --set gives, in the order it names them, each once."""
     found = [(m.start(), i, name) for pattern in _SET_NAMES for m in pattern.finditer(reason)
              for i, name in enumerate(re.split(r", | and ", m.group(1)))]
-    return list(dict.fromkeys(name for _, _, name in sorted(found) if name.replace(".", "_").isidentifier()))
+    return list(dict.fromkeys(name for _, _, name in sorted(found) if re.sub(r"\.|->", "_", name).isidentifier()))
 
 
 def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:
@@ -818,7 +833,7 @@ def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, 
         proven = [proof.spec for (i, _), proof in zip(jobs, proofs) if i == index and proof.ok and not proof.identity]
         where = "its grid" if kernel.shapes else "sample grids (its grid is not known)"
         reason = decisions[index].reason
-        sets = "".join(f" --set {name}=VALUE" for name in _named_for_set(reason))
+        sets = "".join(f" --set {clean.shell_word(f'{name}=VALUE')}" for name in _named_for_set(reason))  # `p->n` is quoted
         unfollowed = "the model cannot follow" in reason and not sets  # a grid alone would not rank it: a run can
         if not any(la.grid is not None and la.block is not None for la in kernel.launches):
             settle = (f"swzc rewrite {src.path} {'--bench ' if unfollowed else ''}--grid {kernel.name}=X,Y --block {kernel.name}=X,Y"
