@@ -2,6 +2,8 @@
 patch by `git apply`, rdjson and GitHub suggestions by applying them, GitHub's line ranges against the
 changes of a real `git diff`; exit codes, and what is (never) written."""
 
+import email.message
+import importlib.metadata
 import json
 import os
 import re
@@ -23,7 +25,7 @@ from swzc.report import emitters
 from swzc.verify.bench import Attempt, KernelBench
 from swzc.commands.cli import main
 from swzc.rewrite.edits import Edit, apply_edits, overlapping
-from swzc.report.findings import REFUSAL_RULES, findings_from, line_hunks, parse_changed_lines, parts, refusals_from
+from swzc.report.findings import REFUSAL_RULES, RULES, findings_from, line_hunks, parse_changed_lines, parts, refusals_from
 from swzc.pipeline.driver import Options, load_hw, rewrite_file
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"  # OASIS's, errata 01
@@ -193,6 +195,47 @@ def test_sarif_is_valid_against_the_official_schema_and_its_fix_gives_the_rewrit
               r["insertedContent"]["text"]) for r in change["replacements"]]
     assert all(set(r["deletedRegion"]) <= {"startLine", "endLine"} for r in change["replacements"])  # whole lines
     assert replace_lines(GEMM, lines) == rewritten(repo / "src" / "gemm.cu")
+
+
+@needs_git
+def test_sarif_names_the_projects_addresses_its_metadata_gives_and_none_it_does_not(repo, monkeypatch):
+    """informationUri and each rule's helpUri come from the installed package's [project.urls] (Homepage, Rules):
+    present there, they are in the log, which stays valid; absent (or not https), the log names no address."""
+    def metadata(urls):
+        def read(name):
+            assert name == "swzc"
+            message = email.message.Message()
+            for url in urls:
+                message["Project-URL"] = url
+            return message
+        return read
+
+    monkeypatch.setattr(importlib.metadata, "metadata", metadata(["Homepage, https://example.org/swzc",
+                                                                  "Rules, https://example.org/swzc/docs/rules.md"]))
+    doc = json.loads(invoke("review", "src/gemm.cu", "--format", "sarif").stdout)
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(doc)
+    driver = doc["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://example.org/swzc"
+    assert [r["helpUri"] for r in driver["rules"]] == [f"https://example.org/swzc/docs/rules.md#{r['id'].lower()}" for r in driver["rules"]]
+    for urls in (["Homepage, http://example.org/swzc", "Rules, javascript:alert(1)"], []):
+        monkeypatch.setattr(importlib.metadata, "metadata", metadata(urls))
+        driver = json.loads(invoke("review", "src/gemm.cu", "--format", "sarif").stdout)["runs"][0]["tool"]["driver"]
+        assert "informationUri" not in driver and not any("helpUri" in r for r in driver["rules"])
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "metadata", missing)
+    assert "informationUri" not in json.loads(invoke("review", "src/gemm.cu", "--format", "sarif").stdout)["runs"][0]["tool"]["driver"]
+
+
+def test_the_rules_page_holds_every_rule_under_the_heading_its_help_uri_names():
+    """docs/rules.md: a `## SWZnnn` heading (anchor swznnn) per rule SARIF registers, with its help text."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text()
+    for rule in (*RULES, *REFUSAL_RULES):
+        assert f"\n## {rule.id}\n\n`{rule.name}` ({rule.level}): {rule.summary}\n\n{rule.help.rstrip()}\n" in page, rule.id
 
 
 def test_a_broken_sarif_document_fails_the_schema():

@@ -27,6 +27,7 @@ control character as an escape; only the fix's own lines (the user's source) are
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -65,8 +66,11 @@ def sarif(results: Sequence[RewriteResult], refusals: bool = True) -> str:
     """A SARIF 2.1.0 log: one run, SWZ001 results with their numbers in `properties` and their fix; with
     `refusals`, the refused kernels' display-only results too, each file's results in line order."""
     rules = (*RULES, *REFUSAL_RULES) if refusals else RULES
+    urls = project_urls()
+    home = next((urls[label] for label in ("homepage", "repository", "source") if label in urls), None)
     driver = {"name": TOOL, "version": __version__, "semanticVersion": __version__,
-              "rules": [_sarif_rule(rule) for rule in rules]}
+              **({"informationUri": home} if home else {}),
+              "rules": [_sarif_rule(rule, urls.get("rules")) for rule in rules]}
     found = [_sarif_result(f, rules) for r in results for f in _reported(r, refusals)]
     return _json({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{"tool": {"driver": driver}, "results": found}]})
 
@@ -77,12 +81,25 @@ def _reported(result: RewriteResult, refusals: bool) -> list[Finding]:
     return sorted([*found, *refusals_from(result)], key=lambda f: f.line) if refusals else found
 
 
-def _sarif_rule(rule: Rule) -> dict[str, Any]:
+def project_urls() -> dict[str, str]:
+    """swzc's own addresses, as its installed metadata gives them (pyproject.toml's [project.urls]): label, in lower
+    case -> https URL.  None where swzc runs from a source tree or its metadata names none: SARIF then carries no
+    informationUri or helpUri, rather than an address nobody chose."""
+    try:
+        entries = importlib.metadata.metadata(TOOL).get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    pairs = (entry.partition(",") for entry in entries)
+    return {label.strip().lower(): url.strip() for label, _, url in pairs if url.strip().startswith("https://")}
+
+
+def _sarif_rule(rule: Rule, documentation: str | None = None) -> dict[str, Any]:
     return {
         "id": rule.id,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.description},
+        **({"helpUri": f"{documentation}#{rule.id.lower()}"} if documentation else {}),
         "help": {"text": rule.help.replace("**", ""), "markdown": rule.help},
         "defaultConfiguration": {"level": rule.level},
         "properties": {"tags": ["performance", "cuda", "hip"]},
