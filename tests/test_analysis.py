@@ -74,6 +74,32 @@ int main(int argc, char** argv) {
     assert kernels(code, n=4096)["k"].launches[0].grid == (256, 256, 1)
 
 
+def test_a_launch_in_a_host_function_template_is_read_once_for_each_instantiation_the_file_calls():
+    """`template <int kTile> void launch(…) { k<kTile><<<n / kTile, …>>> }`, called as launch<16> and launch<32>
+    (and launch<16> again): the launch is read with each distinct kTile, its grid and template argument included; a
+    template the file never calls with arguments it fixes is read as it is written."""
+    code = """
+template <int T> __global__ void k(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = T; }
+template <int kTile, typename F> void launch(float* c, int n) {
+  constexpr int t = kTile;
+  k<t><<<dim3(4096 / t, 4096 / t), dim3(t, t)>>>(c, n);
+}
+void run(float* c, int which) {
+  const int n = 4096;
+  constexpr int kBig = 2 * n / 256;  // a name as a template argument parses as a type
+  if (which == 16) launch<16, float>(c, n); else launch<kBig, double>(c, n);
+  launch<16, int>(c, n);
+}"""
+    launches = kernels(code)["k"].launches
+    assert [(la.grid, dict(la.bindings)["T"]) for la in launches] == [((256, 256, 1), 16), ((128, 128, 1), 32)]
+    assert {la.line for la in launches} == {5}
+    alone = code.replace("launch<16, float>(c, n); else launch<kBig, double>(c, n);\n  launch<16, int>(c, n);", "(void)c;")
+    (unread,) = kernels(alone)["k"].launches
+    assert unread.grid is None and "T" not in dict(unread.bindings)
+    nested = alone.replace("k<t><<<", "if (kTile > 8) launch<kTile / 2, F>(c, n);\n  k<t><<<")  # kTile unknown there
+    assert [la.grid for la in kernels(nested)["k"].launches] == [None]
+
+
 def test_hip_launch_and_helper_reads():
     code = """
 #include <hip/hip_runtime.h>

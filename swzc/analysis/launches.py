@@ -160,8 +160,10 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
 
 
 def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: list[dict[str, list[Node]]]) -> list[Site]:
-    """Every launch in the file of one of `kernels`."""
+    """Every launch in the file of one of `kernels`; one in a host function template once for each instantiation the
+    file calls (`_instantiations`)."""
     found = []
+    calls: dict[str, list[tuple[Node, list[Node]]]] | None = None  # the file's template calls, found at the first need
     for captures in matched:
         (launch,) = captures["launch"]
         args = [c for c in captures["args"][0].named_children if c.type != "comment"]
@@ -182,15 +184,66 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
         if name not in kernels:
             continue
         function = next((a for a in reversed(ancestors(src.tree.root_node, launch)) if a.type == "function_definition"), None)
-        host = local_scope(function, launch.start_byte, scope) if function is not None else scope
-        ev = _Evaluator(host)
-        record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
-                        _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
-        if record.grid is None:
-            sizes, held = _sizes(src, host, grid, block)
-            record = replace(record, sizes=sizes, block_sizes=held if record.block is None else ())
-        found.append(Site(name, launch, record, targs, kargs, host, "".join(text(callee).split()).rpartition("::")[0]))
+        if function is None:
+            hosts = [scope]
+        elif function.parent is not None and function.parent.type == "template_declaration":
+            # a host function template: once for each of its instantiations the file calls, else as it is written
+            if calls is None:
+                calls = _template_calls(src.tree.root_node)
+            hosts = [local_scope(function, launch.start_byte, outer)
+                     for outer in _instantiations(src, scope, function, calls) or [scope]]
+        else:
+            hosts = [local_scope(function, launch.start_byte, scope)]
+        for host in hosts:
+            ev = _Evaluator(host)
+            record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
+                            _valid(_size(src, ev, grid)), _valid(_size(src, ev, block)))
+            if record.grid is None:
+                sizes, held = _sizes(src, host, grid, block)
+                record = replace(record, sizes=sizes, block_sizes=held if record.block is None else ())
+            found.append(Site(name, launch, record, targs, kargs, host, "".join(text(callee).split()).rpartition("::")[0]))
     return found
+
+
+MAX_INSTANTIATIONS = 16  # of one host function template: its launches are read once for each, the first so many
+
+
+def _template_calls(root: Node) -> dict[str, list[tuple[Node, list[Node]]]]:
+    """The file's calls that name template arguments (`launch<64, 2>(q, k)`), by the called name: each call and
+    its template arguments."""
+    calls: dict[str, list[tuple[Node, list[Node]]]] = {}
+    for node in walk(root):
+        called = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if called is not None and called.type == "template_function":
+            targs = called.child_by_field_name("arguments")
+            name = text(called.child_by_field_name("name")).split("::")[-1].strip()
+            calls.setdefault(name, []).append((node, [c for c in targs.named_children if c.type != "comment"] if targs else []))
+    return calls
+
+
+def _instantiations(src: SourceFile, scope: Scope, function: Node, calls: Mapping[str, list[tuple[Node, list[Node]]]]
+                    ) -> list[Scope]:
+    """For a host function template (`template <int kHeadDim> void launch(…)`, the launches in it reading
+    kHeadDim): a scope binding its value parameters as each call in the file instantiates it (`launch<64>(…)`,
+    each argument read where the call is), the distinct ones in the file's order, at most MAX_INSTANTIATIONS; none
+    for a plain function or a template the file never calls with arguments it fixes."""
+    params = templates.template_parameters(function)
+    values = [p.name for p in params if p.kind == "value"]
+    if not values:
+        return []
+    seen: dict[tuple, Scope] = {}
+    for call, targs in calls.get(function_name(function), ()):
+        caller = next((a for a in reversed(ancestors(src.tree.root_node, call)) if a.type == "function_definition"), None)
+        ev = _Evaluator(local_scope(caller, call.start_byte, scope) if caller is not None else scope)
+        bound: dict[str, Value] = {}
+        for param, arg in zip(params, targs):
+            value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg) if param.kind == "value" else None
+            if value is not None:
+                bound[param.name] = value
+        key = tuple(sorted(bound.items()))
+        if bound and key not in seen and len(seen) < MAX_INSTANTIATIONS:
+            seen[key] = scope.child(bound)
+    return list(seen.values())
 
 
 _INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|const)\s*)+|(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|"
