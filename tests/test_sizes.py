@@ -84,8 +84,8 @@ def _ctx(tmp_path, text: str, name: str = "k.cu") -> tuple[FileContext, object]:
     # a choice whose two arms are the same: what the condition reads does not set the grid
     ("void run(int n, int flag) {\n  const int t = flag < 128 ? 16 : 16;\n  k<<<dim3(n / t, n / t), dim3(16, 16)>>>(0, 0, n, n, n);\n}",
      ("n",)),
-    # a field an argument reads is not a size (the grid does not need it)
-    ("struct P { int m; };\nvoid run(int n, P p) {\n  k<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(0, 0, p.m, n, n);\n}", ("n",)),
+    # a field an argument reads is a size, as a name is (the kernel's reads may need it)
+    ("struct P { int m; };\nvoid run(int n, P p) {\n  k<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(0, 0, p.m, n, n);\n}", ("n", "p.m")),
     # a function nothing here defines: named as a call, which no size binds
     ("void run(int n) {\n  k<<<dim3(div_up(n, 16), div_up(n, 16)), dim3(16, 16)>>>(0, 0, n, n, n);\n}", ("n", "div_up()")),
     # a host function the file defines is followed: its argument is the size, not the local it sets
@@ -186,14 +186,16 @@ def test_a_size_the_user_sets_is_not_swept(tmp_path):
     assert isinstance(got, Ranking) and got.sweep.names == ("N", "M")
 
 
-def test_a_field_in_the_grid_is_not_swept_and_says_so(tmp_path):
+def test_a_field_in_the_grid_is_swept_as_a_name_is(tmp_path):
+    """A grid set by a struct's fields (`p.n`) is swept over them, to the same ranking as the same sizes read into
+    locals first."""
     text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
                                 "struct P { int m, n, k; };\nvoid run(const float* A, const float* B, float* C, P p) {")
     text = text.replace("dim3 grid((N + 31) / 32, (M + 7) / 8);", "dim3 grid((p.n + 31) / 32, (p.m + 7) / 8);")
     text = text.replace("(A, B, C, M, N, K)", "(A, B, C, p.m, p.n, p.k)")
     ctx, analysis = _ctx(tmp_path, text)
-    got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
-    assert isinstance(got, str) and "through p.n, p.m" in got and "--grid gemm=" in got
+    fields = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
+    assert isinstance(fields, Ranking) and fields.sweep.names == ("p.n", "p.m", "p.k")
     # read into locals first, the locals are the sizes
     text = RUNTIME_GEMM.replace("void run(const float* A, const float* B, float* C, int M, int N, int K) {",
                                 "struct P { int m, n, k; };\nvoid run(const float* A, const float* B, float* C, P p) {\n"
@@ -201,6 +203,8 @@ def test_a_field_in_the_grid_is_not_swept_and_says_so(tmp_path):
     ctx, analysis = _ctx(tmp_path, text)
     got = rank_kernels(ctx, analysis, load_hw("h100"), {})[0]
     assert isinstance(got, Ranking) and got.sweep.names == ("N", "M", "K")
+    assert [(pt.size, pt.grid) for pt in fields.sweep.points] == [(pt.size, pt.grid) for pt in got.sweep.points]
+    assert fields.sweep.chosen == got.sweep.chosen and fields.predictions == got.predictions
 
 
 def test_gate_parses_names_and_splices():

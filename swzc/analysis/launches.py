@@ -107,6 +107,7 @@ def integer_parameters(function: Node) -> tuple[str, ...]:
     return tuple(p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type))
 
 
+_SIZE_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")  # a name, or a field read through names
 MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a field was before
 
 
@@ -140,10 +141,10 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             bound[pname] = value
         elif arg.type == "type_descriptor":
             types[pname] = " ".join(text(arg).split())
-        elif pname in integers:  # names and dim3 fields: another field or a call an argument reads is no size
+        elif pname in integers:  # names and fields (`n`, `dims.x`, `p.k`): a call an argument reads is no size
             named: list[str] = []
             _Evaluator(site.host, named).value(arg)
-            sizes += [n for n in named if n.isidentifier() or n.partition(".")[0].isidentifier() and n[-2:] in (".x", ".y", ".z")]
+            sizes += [n for n in named if _SIZE_NAME.fullmatch(n)]
         elif arg.type != "type_descriptor":  # a struct passed whole (`Params p`): the fields the kernel reads of it
             sizes += _fields_read(function, pname)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
