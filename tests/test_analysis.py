@@ -6,6 +6,7 @@ from swzc.analysis.kernels import analyze
 from swzc.pipeline.driver import Options, load_hw, parse_swizzle, rewrite_source
 from swzc.frontend.source import load_bytes
 from swzc.analysis.context import FileContext
+from swzc.frontend.build_context import CompileContext
 
 
 def kernels(code: str, **bindings):
@@ -98,6 +99,33 @@ void run(float* c, int which) {
     assert unread.grid is None and "T" not in dict(unread.bindings)
     nested = alone.replace("k<t><<<", "if (kTile > 8) launch<kTile / 2, F>(c, n);\n  k<t><<<")  # kTile unknown there
     assert [la.grid for la in kernels(nested)["k"].launches] == [None]
+
+
+def test_a_local_defined_in_a_branch_the_compiler_never_takes_is_not_read():
+    """`#ifndef SMALL #define kT 8 #else 16`, as locals of the launching function: the taken branch's kT, not the
+    one written last; with SMALL defined, the other."""
+    code = """
+__global__ void k(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = 0; }
+void run(float* c) {
+#ifndef SMALL
+  constexpr int kT = 8;
+#else
+  constexpr int kT = 16;
+#endif
+  k<<<dim3(4096 / kT, 4096 / kT), dim3(kT, kT)>>>(c, 4096);
+}"""
+    assert [la.grid for la in kernels(code)["k"].launches] == [(512, 512, 1)]
+    src = load_bytes("t.cu", code.encode())
+    (small,) = analyze(FileContext(src, CompileContext(defines=(("SMALL", "1"),)))).kernels
+    assert [la.grid for la in small.launches] == [(256, 256, 1)]
+    # a function of another tree (a header's) is read whole: the file's branches are other bytes there
+    from swzc.frontend.evaluate import expression_of
+    from swzc.frontend.scope import _Evaluator, local_scope, prepare
+    from swzc.frontend.syntax import functions
+    _, scope = prepare(load_bytes("t.cu", b"#if 0\n" + b"int unused;\n" * 40 + b"#endif\n"), {})
+    other = load_bytes("h.cuh", b"void f() {\n  const int n = 4096;\n  (void)n;\n}\n")
+    ((function, _),) = list(functions(other.tree.root_node))
+    assert _Evaluator(local_scope(function, len(other.data) - 2, scope)).value(expression_of("n")) == 4096
 
 
 def test_hip_launch_and_helper_reads():

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
@@ -142,9 +143,11 @@ class Scope:
     functions: dict = field(default_factory=dict, repr=False, compare=False)
     # host functions whose body is one `return EXPR;` (`ceil_div`)
     helpers: Mapping[str, Function] = field(default_factory=dict)
+    # the branches the compiler never takes in the file, for a function's locals (swzc.frontend.scope.Untaken)
+    untaken: Any = field(default=None, repr=False, compare=False)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers)
+        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers, self.untaken)
 
     def resolve_type(self, name: str) -> str:
         """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers

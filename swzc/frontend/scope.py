@@ -66,8 +66,27 @@ def prepare(src: SourceFile, user: Mapping[str, Value | str], context: CompileCo
         names.pop(name, None)
     scope = Scope(user=dict(user), names={k: v for k, v in names.items() if v is not None},
                   macros=pre.macros, types={k: v for k, v in types.items() if v is not None}, budget=budget,
-                  helpers={k: v for k, v in helpers.items() if v is not None})
+                  helpers={k: v for k, v in helpers.items() if v is not None},
+                  untaken=Untaken(src.tree.root_node, pre.inactive_spans) if pre.inactive else None)
     return pre, scope
+
+
+@dataclass(frozen=True)
+class Untaken:
+    """The branches the compiler never takes in one file: a function of that file's tree defines no local there
+    (`#ifdef L20 constexpr int k = 4; #else constexpr int k = 8; #endif` defines k once)."""
+
+    root: Node  # the file's tree: a function of a header's tree is another byte space
+    spans: Spans
+
+    def holds(self, node: Node) -> bool:
+        return self.spans.holds(node.start_byte, node.end_byte)
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
 
 
 def _returns_one_value(function: Node) -> tuple[str, Function] | None:
@@ -118,15 +137,19 @@ class _LocalIndex:
     spoiled: frozenset[str]  # changed other than by `x = …` (x += …, x++, &x, cin >> x)
 
 
-def _local_index(function: Node, body: Node, known: dict) -> _LocalIndex:
-    """The index of `function`'s locals, made once per function and file scope (`known` is the scope's)."""
+def _local_index(function: Node, body: Node, known: dict, untaken: Untaken | None = None) -> _LocalIndex:
+    """The index of `function`'s locals, made once per function and file scope (`known` is the scope's), none
+    defined in a branch the compiler never takes (`untaken`, where the function is of that file)."""
     found = known.get(function)
     if found is not None:
         return found
     defs: dict[str, list[tuple[Node, Node | None, str]]] = {}
     ctor_args: dict[tuple[int, str], list[Node | None]] = {}
     spoiled: set[str] = set()
+    skip = untaken if untaken is not None and untaken.spans.starts and _root(body) == untaken.root else None
     for node in walk(body):
+        if skip is not None and skip.holds(node):
+            continue
         if node.type == "declaration":
             dim3 = text(node.child_by_field_name("type")) in ("dim3", "uint3")
             for decl in node.children_by_field_name("declarator"):
@@ -234,7 +257,7 @@ def local_scope(function: Node, at: int, outer: Scope) -> Scope:
     body = function.child_by_field_name("body")
     if body is None:
         return outer
-    return outer.child(_LocalNames(_local_index(function, body, outer.functions), at))  # type: ignore[arg-type]
+    return outer.child(_LocalNames(_local_index(function, body, outer.functions, outer.untaken), at))  # type: ignore[arg-type]
 
 
 _CONDITIONAL = frozenset({"if_statement", "else_clause", "for_statement", "for_range_loop", "while_statement",
