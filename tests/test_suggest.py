@@ -933,6 +933,21 @@ def test_a_header_kernel_is_read_with_the_launch_of_a_file_of_the_run_that_inclu
     assert suggested.group("dram0") != found.group("dram0") and "runner.cu" not in mine.stdout
 
 
+def test_a_hip_runner_launching_its_headers_kernel_names_the_header_as_a_cuda_one_does(work):
+    """hipLaunchKernelGGL of a kernel a header defines: alone, the runner's -v note names the header and the command
+    that reads it with this launch, showing the launch as written; named together, the header's kernel is read with
+    it, to the figures of the same code in one file."""
+    header, runner = HIP_GEMM.split(b"void run")
+    (work / "hgemm.hip.h").write_bytes(header)
+    (work / "runner.hip").write_bytes(b'#include <hip/hip_runtime.h>\n#include "hgemm.hip.h"\nvoid run' + runner)
+    note = invoke("suggest", "-v", "runner.hip").stdout
+    assert ("runner.hip: note: line 4 launches kernel hgemm of hgemm.hip.h (hipLaunchKernelGGL(hgemm, dim3(256, 256), "
+            "dim3(16, 16), …)): swzc reads a kernel in the file that defines it; with this launch: swzc suggest hgemm.hip.h "
+            "--grid hgemm=256,256 --block hgemm=16,16 --set n=4096") in note
+    (one,), (both,) = suggestion_lines(invoke("suggest", "gemm.hip").stdout), suggestion_lines(invoke("suggest", "runner.hip", "hgemm.hip.h").stdout)
+    assert both.group("dram0") == one.group("dram0") and both.group("swept") == "its launch at runner.hip:4"
+
+
 def test_an_including_file_with_a_line_break_in_its_name_is_named_on_one_line(work):
     """The launch a header's kernel is read with is named in its suggestion: an including file's name with a line
     break or an escape in it is quoted as a patch quotes it, so it cannot start a line of its own."""

@@ -190,11 +190,10 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, scope: Scope, defin
     launched = {(launch.kernel, launch.line): (launch, fact)
                 for _, launch, fact in _header_launches(ctx, pre, scope, defined, definitions)}
     said: dict[str, str] = {}  # one note a kernel: its first launch here
-    for node, name, callee, config in foreign_launches(ctx.matches("launches"), defined):
+    for node, name, written in foreign_launches(ctx.matches("launches"), defined):
         if name not in in_headers or not pre.active(node) or name in said:
             continue
-        head = (f"line {_line(node)} launches kernel {name} of {clean.shell_path(in_headers[name])} "
-                f"({callee[:80]}<<<{config[:80].strip('<>')}>>>)")
+        head = f"line {_line(node)} launches kernel {name} of {clean.shell_path(in_headers[name])} ({written})"
         launch, fact = launched.get((name, _line(node)), (None, None))
         if fact is not None:
             mine = set(ctx.build.defines)  # the header is read with these anyway

@@ -46,18 +46,33 @@ def launch_sites(src: SourceFile, pre: Preprocessed, scope: Scope, kernels: Coll
     return sites
 
 
-def foreign_launches(found: list[dict[str, list[Node]]], functions: Collection[str]) -> list[tuple[Node, str, str, str]]:
-    """The `<<<…>>>` launches whose callee names none of `functions` (the file's), as (launch, name, callee as
-    written, configuration as written), in the file's order: a kernel a header defines, or one launched through a
-    pointer (`kernel<<<grid, block>>>(…)` with `kernel` a variable), which no kernel's record holds."""
+def foreign_launches(found: list[dict[str, list[Node]]], functions: Collection[str]) -> list[tuple[Node, str, str]]:
+    """The launches (`<<<…>>>`, `hipLaunchKernelGGL`, `cudaLaunchKernel` …) whose kernel names none of `functions`
+    (the file's), as (launch, name, the launch as written, shortened), in the file's order: a kernel a header
+    defines, or one launched through a pointer (`kernel<<<grid, block>>>(…)` with `kernel` a variable), which no
+    kernel's record holds."""
     seen = []
     for captures in found:
         if "config" in captures and "kernel" in captures:
             callee = captures["kernel"][0]
-            name = text(_kernel_ref(callee)[0]).split("::")[-1].strip()
-            if name not in functions:
-                seen.append((captures["launch"][0], name, " ".join(text(callee).split()), " ".join(text(captures["config"][0]).split())))
+            written = f"{_short(text(callee))}<<<{_short(text(captures['config'][0])).strip('<>')}>>>"
+        elif "api" in captures and "args" in captures:
+            args = [c for c in captures["args"][0].named_children if c.type != "comment"]
+            if not args:
+                continue
+            callee = args[0]
+            written = f"{text(captures['api'][0]).split('::')[-1]}({', '.join(_short(text(a)) for a in args[:3])}, …)"
+        else:
+            continue
+        name = text(_kernel_ref(callee)[0]).split("::")[-1].strip()
+        if name not in functions:
+            seen.append((captures["launch"][0], name, written))
     return sorted(seen, key=lambda launch: launch[0].start_byte)
+
+
+def _short(written: str) -> str:
+    """Code as a message quotes it: on one line, at most 80 characters."""
+    return " ".join(written.split())[:80]
 
 
 def included_launches(src: SourceFile, pre: Preprocessed, scope: Scope, found: list[dict[str, list[Node]]],
