@@ -128,6 +128,28 @@ void run(float* c) {
     assert _Evaluator(local_scope(function, len(other.data) - 2, scope)).value(expression_of("n")) == 4096
 
 
+def test_a_launch_through_a_kernel_pointer_launches_each_kernel_the_function_points_it_at():
+    """`kernel = &a;` / `kernel = b;` in a switch, then `kernel<<<…>>>`: a and b are each launched there, with its
+    grid; `auto p = &t<8>;` carries its template argument; a pointer the function is given launches nothing here."""
+    code = """
+__global__ void a(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = 1; }
+__global__ void b(float* c, int n) { c[blockIdx.x * n + blockIdx.y] = 2; }
+template <int T> __global__ void t(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = T; }
+__global__ void given(float* c, int n) { c[blockIdx.y * n + blockIdx.x] = 3; }
+void run(float* c, int which, void (*from)(float*, int)) {
+  void (*kernel)(float*, int);
+  switch (which) { case 0: kernel = &a; break; default: kernel = b; }
+  kernel<<<dim3(64, 32), dim3(16, 16)>>>(c, 4096);
+  auto other = &t<8>;
+  other<<<dim3(8, 8), dim3(16, 16)>>>(c, 128);
+  from<<<dim3(4, 4), dim3(16, 16)>>>(c, 64);
+}"""
+    found = kernels(code)
+    assert [la.grid for la in found["a"].launches] == [la.grid for la in found["b"].launches] == [(64, 32, 1)]
+    assert [(la.grid, dict(la.bindings).get("T")) for la in found["t"].launches] == [((8, 8, 1), 8)]
+    assert found["given"].launches == ()
+
+
 def test_hip_launch_and_helper_reads():
     code = """
 #include <hip/hip_runtime.h>

@@ -197,9 +197,15 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
             kargs = args[5:] if api == "hipLaunchKernelGGL" else []
         callee, targs = _kernel_ref(callee)
         name = text(callee).split("::")[-1].strip()
-        if name not in kernels:
-            continue
         function = next((a for a in reversed(ancestors(src.tree.root_node, launch)) if a.type == "function_definition"), None)
+        if name in kernels:
+            named = [(name, targs, "".join(text(callee).split()).rpartition("::")[0])]
+        elif callee.type == "identifier" and function is not None:  # a kernel pointer: each kernel the function points it at
+            named = [(k, kt, "") for k, kt in _pointed_to(function, name) if k in kernels]
+        else:
+            continue
+        if not named:
+            continue
         if function is None:
             hosts = [scope]
         elif function.parent is not None and function.parent.type == "template_declaration":
@@ -217,8 +223,33 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
             if record.grid is None:
                 sizes, held = _sizes(src, host, grid, block)
                 record = replace(record, sizes=sizes, block_sizes=held if record.block is None else ())
-            found.append(Site(name, launch, record, targs, kargs, host, "".join(text(callee).split()).rpartition("::")[0]))
+            found += [Site(kernel, launch, replace(record, kernel=kernel), ktargs, kargs, host, qualifier)
+                      for kernel, ktargs, qualifier in named]
     return found
+
+
+MAX_POINTED = 32  # kernels one kernel pointer is set to: its launch is each one's, the first so many
+
+
+def _pointed_to(function: Node, pointer: str) -> list[tuple[str, list[Node]]]:
+    """The kernels `function` sets its local or parameter `pointer` to (`kernel = &transposeNaive;`, `auto k =
+    copy<float>;`), each with the template arguments it names, in the function's order: a launch through the
+    pointer (`kernel<<<grid, block>>>(…)`) launches each of them."""
+    body = function.child_by_field_name("body")
+    found: dict[str, list[Node]] = {}
+    for node in walk(body) if body is not None else ():
+        if node.type == "assignment_expression" and text(node.child_by_field_name("operator")) == "=":
+            left, value = node.child_by_field_name("left"), node.child_by_field_name("right")
+            target = text(left) if left is not None and left.type == "identifier" else None
+        elif node.type == "init_declarator":
+            target, value = declared_name(node), node.child_by_field_name("value")
+        else:
+            continue
+        if target == pointer and value is not None:
+            named, targs = _kernel_ref(value)
+            if named.type in ("identifier", "qualified_identifier"):
+                found.setdefault(text(named).split("::")[-1].strip(), targs)
+    return list(found.items())[:MAX_POINTED]
 
 
 MAX_INSTANTIATIONS = 16  # of one host function template: its launches are read once for each, the first so many
