@@ -101,6 +101,34 @@ void run(float* c, int which) {
     assert [la.grid for la in kernels(nested)["k"].launches] == [None]
 
 
+def test_a_launch_is_read_with_what_the_calls_of_its_function_fix_and_only_its_own_calls():
+    """run(…, nk) called from main with `int nk = 512;`: the kernel's nk is 512 at that launch.  Not its calls: one in
+    a branch the compiler never takes, one that fits an overload of the name too, one that fits only another
+    overload; a template parameter the call leaves to its default takes the default."""
+    code = """
+__global__ void k(float* c, int n, int nk) { for (int i = 0; i < nk; ++i) c[blockIdx.y * n + blockIdx.x + i] = 0; }
+template <int kTile, int kDiv = 2> void run(float* c, int nk) {
+  k<<<dim3(4096 / kTile / kDiv, 64), dim3(16, 16)>>>(c, 4096, nk);
+}
+template <int kBytes> void run(float* c) { }
+void run(float* c, int a, int b) { }
+int main() {
+  float* c = 0;
+  int nk = 512;
+  run<16>(c, nk);
+#ifdef NEVER
+  run<8>(c, 99);
+#endif
+  run<128>(c);
+  return 0;
+}"""
+    (launch,) = kernels(code)["k"].launches
+    assert launch.grid == (128, 64, 1) and dict(launch.bindings)["nk"] == 512
+    both = code.replace("template <int kBytes> void run(float* c) { }", "template <int kOther> void run(float* c, int x) { }")
+    (unread,) = kernels(both)["k"].launches  # run<16>(c, nk) fits both templates: which one is not read here
+    assert unread.grid is None and "nk" not in dict(unread.bindings)
+
+
 def test_a_local_defined_in_a_branch_the_compiler_never_takes_is_not_read():
     """`#ifndef SMALL #define kT 8 #else 16`, as locals of the launching function: the taken branch's kT, not the
     one written last; with SMALL defined, the other."""

@@ -19,7 +19,8 @@ from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of,
 from swzc.frontend.preprocess import Preprocessed
 from swzc.frontend.scope import _Evaluator, local_scope
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import _callee, _line, _strip, ancestors, declared_name, function_name, parameter_list, text, walk
+from swzc.frontend.syntax import (_callee, _line, _strip, ancestors, declared_name, function_name, parameter_declarations,
+                                  parameter_list, text, walk)
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,8 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
     """Every launch in the file of one of `kernels`; one in a host function template once for each instantiation the
     file calls (`_instantiations`)."""
     found = []
-    calls: dict[str, list[tuple[Node, list[Node]]]] | None = None  # the file's template calls, found at the first need
+    calls: _Calls | None = None  # the file's calls, found at the first need
+    hosts_of: dict[int, list[Scope]] = {}  # a launching function's scopes, by its start: read once for its launches
     for captures in matched:
         (launch,) = captures["launch"]
         args = [c for c in captures["args"][0].named_children if c.type != "comment"]
@@ -208,14 +210,13 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
             continue
         if function is None:
             hosts = [scope]
-        elif function.parent is not None and function.parent.type == "template_declaration":
-            # a host function template: once for each of its instantiations the file calls, else as it is written
-            if calls is None:
-                calls = _template_calls(src.tree.root_node)
-            hosts = [local_scope(function, launch.start_byte, outer)
-                     for outer in _instantiations(src, scope, function, calls) or [scope]]
-        else:
-            hosts = [local_scope(function, launch.start_byte, scope)]
+        else:  # once for each call of the launching function the file makes with values it fixes, else as written
+            if function.start_byte not in hosts_of:
+                if calls is None:
+                    key = ("calls", src.tree.root_node)
+                    calls = scope.indexes.get(key) or scope.indexes.setdefault(key, _calls(src.tree.root_node))
+                hosts_of[function.start_byte] = _callers(src, scope, function, calls) or [scope]
+            hosts = [local_scope(function, launch.start_byte, outer) for outer in hosts_of[function.start_byte]]
         for host in hosts:
             ev = _Evaluator(host)
             record = Launch(name, _line(launch), api, _source_text(src, grid), _source_text(src, block),
@@ -252,45 +253,131 @@ def _pointed_to(function: Node, pointer: str) -> list[tuple[str, list[Node]]]:
     return list(found.items())[:MAX_POINTED]
 
 
-MAX_INSTANTIATIONS = 16  # of one host function template: its launches are read once for each, the first so many
+MAX_CALLERS = 16  # calls of one launching function: its launches are read once for each distinct one, the first so many
 
 
-def _template_calls(root: Node) -> dict[str, list[tuple[Node, list[Node]]]]:
-    """The file's calls that name template arguments (`launch<64, 2>(q, k)`), by the called name: each call and
-    its template arguments."""
-    calls: dict[str, list[tuple[Node, list[Node]]]] = {}
+@dataclass(frozen=True)
+class _Call:
+    node: Node
+    targs: list[Node]
+    args: list[Node]
+    caller: Node | None  # the function definition it is in
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The file's function calls and function definitions, by name, found in one walk of its tree."""
+
+    calls: Mapping[str, list[_Call]]
+    defined: Mapping[str, list[Node]]  # name -> its definitions (overloads)
+
+
+def _calls(root: Node) -> _Calls:
+    """The file's calls by the called name (`run(4096)`, `launch<64, 2>(q, k)`, `ns::run(n)`), each with the
+    function it is in, and its function definitions by name, in one walk."""
+    calls: dict[str, list[_Call]] = {}
+    defined: dict[str, list[Node]] = {}
+    open_: list[Node] = []  # the definitions the walk is in, innermost last
     for node in walk(root):
+        while open_ and node.start_byte >= open_[-1].end_byte:
+            open_.pop()
+        if node.type == "function_definition":
+            defined.setdefault(function_name(node).split("::")[-1], []).append(node)
+            open_.append(node)
+            continue
         called = node.child_by_field_name("function") if node.type == "call_expression" else None
-        if called is not None and called.type == "template_function":
-            targs = called.child_by_field_name("arguments")
-            name = text(called.child_by_field_name("name")).split("::")[-1].strip()
-            calls.setdefault(name, []).append((node, [c for c in targs.named_children if c.type != "comment"] if targs else []))
-    return calls
+        if called is None:
+            continue
+        targs: list[Node] = []
+        if called.type == "template_function":
+            listed = called.child_by_field_name("arguments")
+            targs = [c for c in listed.named_children if c.type != "comment"] if listed is not None else []
+            called = called.child_by_field_name("name")
+        if called is None or called.type not in ("identifier", "qualified_identifier"):
+            continue
+        args = node.child_by_field_name("arguments")
+        calls.setdefault(text(called).split("::")[-1].strip(), []).append(
+            _Call(node, targs, [c for c in args.named_children if c.type != "comment"] if args is not None else [],
+                  open_[-1] if open_ else None))
+    return _Calls(calls, defined)
 
 
-def _instantiations(src: SourceFile, scope: Scope, function: Node, calls: Mapping[str, list[tuple[Node, list[Node]]]]
-                    ) -> list[Scope]:
-    """For a host function template (`template <int kHeadDim> void launch(…)`, the launches in it reading
-    kHeadDim): a scope binding its value parameters as each call in the file instantiates it (`launch<64>(…)`,
-    each argument read where the call is), the distinct ones in the file's order, at most MAX_INSTANTIATIONS; none
-    for a plain function or a template the file never calls with arguments it fixes."""
-    params = templates.template_parameters(function)
-    values = [p.name for p in params if p.kind == "value"]
-    if not values:
-        return []
-    seen: dict[tuple, Scope] = {}
-    for call, targs in calls.get(function_name(function), ()):
-        caller = next((a for a in reversed(ancestors(src.tree.root_node, call)) if a.type == "function_definition"), None)
-        ev = _Evaluator(local_scope(caller, call.start_byte, scope) if caller is not None else scope)
-        bound: dict[str, Value] = {}
-        for param, arg in zip(params, targs):
-            value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg) if param.kind == "value" else None
-            if value is not None:
-                bound[param.name] = value
-        key = tuple(sorted(bound.items()))
-        if bound and key not in seen and len(seen) < MAX_INSTANTIATIONS:
-            seen[key] = scope.child(bound)
-    return list(seen.values())
+_GLOBAL = re.compile(r"\b__global__\b")
+
+
+def _head(function: Node) -> str:
+    """A definition's text before its body (its specifiers and declarator)."""
+    body = function.child_by_field_name("body")
+    return text(function)[: (body.start_byte if body is not None else function.end_byte) - function.start_byte]
+
+
+def _arity(function: Node) -> tuple[int, int, int]:
+    """(the arguments a call must pass, the most it may pass, the template arguments it may name) of a definition."""
+    declared = parameter_declarations(function)
+    most = 1 << 30 if any(d.type.startswith("variadic") for d in declared) else len(declared)
+    return sum(1 for d in declared if d.type == "parameter_declaration"), most, len(templates.template_parameters(function))
+
+
+def _fits(arity: tuple[int, int, int], call: _Call) -> bool:
+    return arity[0] <= len(call.args) <= arity[1] and len(call.targs) <= arity[2]
+
+
+def _callers(src: SourceFile, scope: Scope, function: Node, found: _Calls) -> list[Scope]:
+    """For the function a launch is in: a scope for each call of it in the file, binding what that call fixes of
+    its value template parameters (`launch<64>(…)` of `template <int kHeadDim> void launch(…)`, and the defaults of
+    those it leaves out) and of its parameters (`run(ni, nj, nk)` from a `main` whose `int nk = NK;`), each argument
+    read where the call is; the distinct ones in the file's order, at most MAX_CALLERS.  A call in a branch the
+    compiler never takes, or one that fits another definition of the name as well (an overload), is none of its
+    calls.  None where no call fixes anything (a function called from another file, or only with what is set at run
+    time): then it is read as it is written.  Found once for each function and set of --set bindings."""
+    key = ("callers", function.start_byte, src.tree.root_node, tuple(sorted(scope.user.items())))
+    if key in scope.indexes:
+        return scope.indexes[key]
+    tparams = templates.template_parameters(function)
+    params = [p.name for p in parameter_list(function)]
+    out: list[Scope] = []
+    if params or any(p.kind == "value" for p in tparams):
+        name = function_name(function).split("::")[-1]
+        mine = _arity(function)
+        others = [_arity(f) for f in found.defined.get(name, ()) if f != function and not _GLOBAL.search(_head(f))]  # a kernel is launched
+        untaken = scope.untaken if scope.untaken is not None and scope.untaken.root == src.tree.root_node else None
+        seen: dict[tuple, Scope] = {}
+        read: set[tuple] = set()  # (caller, the call as written): read once
+        for call in found.calls.get(name, ()):
+            written = (call.caller.start_byte if call.caller is not None else -1, text(call.node))
+            if written in read or not _fits(mine, call) or any(_fits(other, call) for other in others) or (
+                    untaken is not None and untaken.holds(call.node)):
+                continue
+            read.add(written)
+            bound = _bound_by(call, tparams, params, scope)
+            if bound and tuple(sorted(bound.items())) not in seen:
+                seen[tuple(sorted(bound.items()))] = scope.child(bound)
+                if len(seen) == MAX_CALLERS:
+                    break
+        out = list(seen.values())
+    scope.indexes[key] = out
+    return out
+
+
+def _bound_by(call: _Call, tparams: list, params: list[str], scope: Scope) -> dict[str, Value]:
+    """What one call fixes of a function's value template parameters (or their defaults) and its parameters."""
+    ev = _Evaluator(local_scope(call.caller, call.node.start_byte, scope) if call.caller is not None else scope)
+    bound: dict[str, Value] = {}
+    for i, param in enumerate(tparams):
+        if param.kind != "value":
+            continue
+        arg = call.targs[i] if i < len(call.targs) else None
+        if arg is not None:
+            value = ev.value(expression_of(text(arg)) if arg.type == "type_descriptor" else arg)
+        else:  # a default, read where the template is, with the parameters before it
+            value = _Evaluator(scope.child(bound)).value(expression_of(param.default)) if param.default else None
+        if value is not None:
+            bound[param.name] = value
+    for pname, arg in zip(params, call.args):
+        value = ev.value(arg)
+        if value is not None and pname:
+            bound[pname] = value
+    return bound
 
 
 _INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|const)\s*)+|(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|"

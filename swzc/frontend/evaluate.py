@@ -145,9 +145,13 @@ class Scope:
     helpers: Mapping[str, Function] = field(default_factory=dict)
     # the branches the compiler never takes in the file, for a function's locals (swzc.frontend.scope.Untaken)
     untaken: Any = field(default=None, repr=False, compare=False)
+    # what is found once for the file and every scope below it whatever the bindings (its calls by name:
+    # swzc.analysis.launches)
+    indexes: dict = field(default_factory=dict, repr=False, compare=False)
 
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
-        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers, self.untaken)
+        return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers, self.untaken,
+                     self.indexes)
 
     def resolve_type(self, name: str) -> str:
         """A type name with aliases and object-like macros followed (`DATA_TYPE` -> `float`), qualifiers
