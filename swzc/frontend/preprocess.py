@@ -278,21 +278,27 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
         return
     if _PRAGMA_ONCE.search(header.data):
         state.once.setdefault(path, []).append(table)
-    outside = _outside(header, table, state.builtin) if _KERNEL.search(header.data) else ()
+    entry = dict(table) if _KERNEL.search(header.data) else None  # a header of kernels: what it may read of the includer's
+    mark = len(state.headers)
     inactive: list[tuple[int, int]] = []
     yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
+    outside: tuple[tuple[str, Macro | None], ...] = ()
+    if entry is not None:  # the names it and the headers it includes spell, as they are where it is included
+        names = header.names.union(*(h.src.names for h in state.headers[mark:]))
+        outside = tuple((n, m) for n, m in _outside(names, entry, state.builtin) if table.get(n, _ABSENT) == m)
     state.headers.append(Header(path, spelled, header, tuple(inactive), outside))
 
 
 _KERNEL = re.compile(rb"\b__global__\b")
 
 
-def _outside(header: SourceFile, table: Mapping[str, Macro | None], builtin: Mapping[str, str]
+def _outside(names: Iterable[str], table: Mapping[str, Macro | None], builtin: Mapping[str, str]
              ) -> tuple[tuple[str, Macro | None], ...]:
-    """The macros of `table` (where `header` is included) that its text names, and those their bodies name, by
-    name; none that the compiler defines itself with its own value."""
+    """The macros of `table` (where a header is included) among `names` (those the header and its own headers spell),
+    and those their bodies name, by name; none that the compiler defines itself with its own value.  (Its caller
+    leaves out one the header sets anew: its own `#undef TILE` / `#define TILE 16` decides.)"""
     found: dict[str, Macro | None] = {}
-    wanted = [n for n in header.names if n in table]
+    wanted = [n for n in names if n in table]
     while wanted:
         name = wanted.pop()
         if name in found:

@@ -79,9 +79,23 @@ class SourceFile:
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
-        """Every identifier its text spells, comments and strings included (found once: a header of kernels is asked
-        which of its includer's macros it may read, by each file of a run that includes it)."""
-        return frozenset(m.decode("ascii") for m in _NAME.findall(self.data))
+        """Every identifier its code spells, in its directives' text too (`#define TS TILE`), not in comments or
+        strings (found once: a header of kernels is asked which of its includer's macros it may read, by each file
+        of a run that includes it)."""
+        found: set[str] = set()
+        cursor = self.tree.walk()
+        while True:
+            node = cursor.node
+            kind = node.type if node is not None else ""
+            if kind in _CODE_NAMES:
+                found.add(self.text(node))
+            elif kind in ("preproc_arg", "preproc_params"):
+                found.update(m.decode("ascii") for m in _NAME.findall(_COMMENT.sub(b" ", self.data[node.start_byte:node.end_byte])))
+            if kind not in _NOT_CODE and cursor.goto_first_child():
+                continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    return frozenset(found)
 
     def where(self, node_or_byte: Node | int) -> str:
         byte = node_or_byte if isinstance(node_or_byte, int) else node_or_byte.start_byte
@@ -96,6 +110,9 @@ class SourceFile:
 
 
 _NAME = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
+_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_CODE_NAMES = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier", "statement_identifier"})
+_NOT_CODE = frozenset({"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string"})  # no names within
 
 
 def _line_starts(data: bytes) -> list[int]:

@@ -93,6 +93,9 @@ _GLOBAL = re.compile(rb"\b__global__\b")
 _LAUNCH = re.compile(rb"<<<|\bhipLaunchKernelGGL\b|\bcudaLaunch\w*Kernel|\bhipLaunch\w*Kernel")
 
 
+_SAYABLE = re.compile(r"[\w \t+\-*/%()<>.,&|^~!=?:\[\]]{0,40}")  # a macro's body a message shows as it is
+
+
 @dataclass(frozen=True)
 class Included:
     """What a run's other FILEs say of one FILE's kernels (`launches_between`)."""
@@ -110,8 +113,9 @@ class Included:
         return tuple(f"{name}={body}" for name, body in self.macros)
 
     def said(self) -> str:
-        """`macros` as a suggestion names them."""
-        return ", ".join(f"{name} = {body}" for name, body in self.macros)
+        """`macros` as a suggestion names them: a body that is not a short expression on one line (one with a `;`, a
+        quote, a comment, a line break) is left out of the message, which the apply command's -D gives whole."""
+        return ", ".join(f"{name} = {body if _SAYABLE.fullmatch(body) else '…'}" for name, body in self.macros)
 
 
 def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileContext, Mapping[str, Value | str]]],
