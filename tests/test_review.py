@@ -211,7 +211,8 @@ def test_sarif_names_the_projects_addresses_its_metadata_gives_and_none_it_does_
         return read
 
     monkeypatch.setattr(importlib.metadata, "metadata", metadata(["Homepage, https://example.org/swzc",
-                                                                  "Rules, https://example.org/swzc/docs/rules.md"]))
+                                                                  "Rules, https://example.org/swzc/docs/rules.md#readme",
+                                                                  "rules, https://example.org/other"]))
     doc = json.loads(invoke("review", "src/gemm.cu", "--format", "sarif").stdout)
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)

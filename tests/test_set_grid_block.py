@@ -80,6 +80,15 @@ def test_set_gives_a_structs_fields_as_the_file_reads_them_and_a_sweep_binds_the
     fields = CliRunner().invoke(main, ["suggest", str(tmp_path / "fields.cu")]).stdout
     assert "at p.n = p.k = 8192, the largest size swept" in fields
     assert fields.split(": kernel gemm: ")[1].split(" (at")[0] == ints.split(": kernel gemm: ")[1].split(" (at")[0]
+    # a float field and one read as an array are no sizes: by the struct's definition, or, without one, by their use
+    mixed = (tmp_path / "fields.cu").read_text().replace("struct Shape { int n, k; };", "struct Shape { float f; int n, k; long* idx; };")
+    mixed = mixed.replace("acc += ", "acc += p.f * p.idx[0] + ")
+    # (without the definition, a float field read as a value cannot be told from an integer one)
+    for text, names in ((mixed, "p.n = p.k"), (mixed.replace("struct Shape { float f; int n, k; long* idx; };", '#include "shape.h"'),
+                                              "p.n = p.k = p.f")):
+        (tmp_path / "mixed.cu").write_text(text)
+        said = CliRunner().invoke(main, ["suggest", "-v", str(tmp_path / "mixed.cu")]).stdout
+        assert f"at {names} = 768: the model cannot follow 1 global read(s): line 5: p.idx[0]: a pointer held in a struct" in said
     (tmp_path / "pointer.cu").write_text("struct Shape { int n, k; };\n"
                                          "__global__ void gemm(const float* A, const float* B, float* C, const Shape* p) {\n" +
                                          body.replace("K", "p->k").replace("N", "p->n") +

@@ -948,6 +948,13 @@ def test_a_hip_runner_launching_its_headers_kernel_names_the_header_as_a_cuda_on
     assert both.group("dram0") == one.group("dram0") and both.group("swept") == "its launch at runner.hip:4"
 
 
+def test_the_command_an_unranked_kernel_is_given_quotes_its_path(work):
+    """`To choose: swzc rewrite PATH …` is a command to paste: a path with a space or a `;` is one quoted word."""
+    (work / "my k;rm x.cu").write_bytes(GEMM.split(b"void run")[0])
+    said = invoke("suggest", "-v", "my k;rm x.cu").stdout
+    assert "To choose: swzc rewrite 'my k;rm x.cu' --grid gemm=X,Y" in said
+
+
 def test_an_including_file_with_a_line_break_in_its_name_is_named_on_one_line(work):
     """The launch a header's kernel is read with is named in its suggestion: an including file's name with a line
     break or an escape in it is quoted as a patch quotes it, so it cannot start a line of its own."""

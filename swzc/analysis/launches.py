@@ -129,16 +129,52 @@ MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a 
 
 def _fields_read(function: Node, param: str) -> list[str]:
     """The fields of parameter `param` the kernel reads through names (`p.n`, `p.dims.m`; swzc.frontend.evaluate.
-    field_name), in the order it reads them: where the launch passes a struct whole, a sweep binds them with the
-    grid's sizes (the kernel's `p.k` is a problem size as an `int k` parameter would be)."""
+    field_name), in the order it reads them, that may be integer sizes: where the launch passes a struct whole, a
+    sweep binds them with the grid's sizes (the kernel's `p.k` is a problem size as an `int k` parameter would be).
+    Not one read as an array or a pointer (`p.x[i]`, `*p.y`), nor, where the file defines the struct, one of a
+    type other than an integer's."""
     body = function.child_by_field_name("body")
+    declared = next((q for q in parameter_list(function) if q.name == param), None)
+    integers = _integer_fields(function, templates.base_type(declared.type)) if declared is not None else None
     found: dict[str, None] = {}
     for node in walk(body) if body is not None else ():
-        if node.type == "field_expression" and (node.parent is None or node.parent.type != "field_expression"):
-            name = field_name(node)
-            if name is not None and name.startswith((f"{param}.", f"{param}->")):
-                found.setdefault(name)
+        if node.type != "field_expression" or node.parent is not None and node.parent.type == "field_expression":
+            continue
+        name = field_name(node)
+        if name is None or not name.startswith((f"{param}.", f"{param}->")) or _as_pointer(node):
+            continue
+        if integers is not None and re.split(r"\.|->", name)[1] not in integers:
+            continue
+        found.setdefault(name)
     return list(found)[:MAX_FIELD_SIZES]
+
+
+def _as_pointer(node: Node) -> bool:
+    """Whether an expression is read as an array or a pointer where it is: indexed, dereferenced, called."""
+    parent = node.parent
+    return parent is not None and (parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node
+                                   or parent.type == "pointer_expression"
+                                   or parent.type == "call_expression" and parent.child_by_field_name("function") == node)
+
+
+def _integer_fields(function: Node, struct: str) -> frozenset[str] | None:
+    """The fields of an integer type of the struct or class `struct` as the file that holds `function` defines it;
+    None where it does not (a header's, or a template's parameter)."""
+    root = function
+    while root.parent is not None:
+        root = root.parent
+    for node in walk(root):
+        if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
+            named = node.child_by_field_name("name")
+            if named is None or text(named) != struct:
+                continue
+            fields = set()
+            for item in node.child_by_field_name("body").named_children:
+                if item.type == "field_declaration" and _INTEGER.fullmatch(templates.base_type(text(item.child_by_field_name("type")) if item.child_by_field_name("type") else "")):
+                    fields.update(declared_name(d) for d in item.children_by_field_name("declarator")
+                                  if d.type in ("field_identifier", "identifier"))
+            return frozenset(fields)
+    return None
 
 
 def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,

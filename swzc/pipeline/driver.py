@@ -836,12 +836,12 @@ def _unranked(src: source.SourceFile, analysis: FileAnalysis, options: Options, 
         sets = "".join(f" --set {clean.shell_word(f'{name}=VALUE')}" for name in _named_for_set(reason))  # `p->n` is quoted
         unfollowed = "the model cannot follow" in reason and not sets  # a grid alone would not rank it: a run can
         if not any(la.grid is not None and la.block is not None for la in kernel.launches):
-            settle = (f"swzc rewrite {src.path} {'--bench ' if unfollowed else ''}--grid {kernel.name}=X,Y --block {kernel.name}=X,Y"
+            settle = (f"swzc rewrite {clean.shell_path(src.path)} {'--bench ' if unfollowed else ''}--grid {kernel.name}=X,Y --block {kernel.name}=X,Y"
                       f"{sets}{' (on a GPU)' if unfollowed else ''} (or --bench-cmd to observe a run)")
         elif sets:  # the values the reason names rank it: no GPU needed
-            settle = f"swzc rewrite {src.path}{sets} (the values the program runs with)"
+            settle = f"swzc rewrite {clean.shell_path(src.path)}{sets} (the values the program runs with)"
         else:
-            settle = f"swzc rewrite {src.path} --bench (on a GPU: measures {', '.join(proven[: options.max_iterations])})"
+            settle = f"swzc rewrite {clean.shell_path(src.path)} --bench (on a GPU: measures {', '.join(proven[: options.max_iterations])})"
         out[index] = Decision(index, "unranked", f"{decisions[index].reason}; nothing is rewritten blind. Proven on {where}: "
                               f"{', '.join(proven) or 'none'}. To choose: {settle}, or force one with --swizzle")
     return out

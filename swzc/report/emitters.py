@@ -90,7 +90,11 @@ def project_urls() -> dict[str, str]:
     except importlib.metadata.PackageNotFoundError:
         return {}
     pairs = (entry.partition(",") for entry in entries)
-    return {label.strip().lower(): url.strip() for label, _, url in pairs if url.strip().startswith("https://")}
+    found: dict[str, str] = {}
+    for label, _, url in pairs:  # the first of a label, whatever its case
+        if url.strip().startswith("https://"):
+            found.setdefault(label.strip().lower(), url.strip())
+    return found
 
 
 def _sarif_rule(rule: Rule, documentation: str | None = None) -> dict[str, Any]:
@@ -99,7 +103,7 @@ def _sarif_rule(rule: Rule, documentation: str | None = None) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.description},
-        **({"helpUri": f"{documentation}#{rule.id.lower()}"} if documentation else {}),
+        **({"helpUri": f"{documentation.partition('#')[0]}#{rule.id.lower()}"} if documentation else {}),
         "help": {"text": rule.help.replace("**", ""), "markdown": rule.help},
         "defaultConfiguration": {"level": rule.level},
         "properties": {"tags": ["performance", "cuda", "hip"]},
