@@ -1097,6 +1097,17 @@ def test_a_header_kernel_is_read_with_the_macros_its_including_file_defines_befo
     (found,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh").stdout)
     assert found.group("dram0") == sixteen.group("dram0") and found.group("swept") == "its launch at runner.cu:4"
     (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" + tiled)
+    # a function-like macro a passed one's body calls goes too; one with a quote in its body cannot, and is said
+    (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" +
+                                             tiled.replace(b"float acc = 0.0f;", b"float acc = 0.0f; (void)NAME;"))
+    (work / "runner.cu").write_bytes(b'#define MAX(a, b) ((a) > (b) ? (a) : (b))\n#define TILE MAX(16,\t32)\n#define NAME "gemm"\n'
+                                     b'#include "kernels/k.cuh"\n' + launch)
+    both = invoke("suggest", "-v", "runner.cu", "kernels/k.cuh").stdout
+    (found,) = suggestion_lines(both)
+    assert found.group("dram0") == same.group("dram0") and "-D 'MAX(a, b)=((a) > (b) ? (a) : (b))' -D 'TILE=MAX(16, 32)'" in found.group("apply")
+    assert "NAME" not in found.group(0) and ("runner.cu defines NAME with a quote, $, ` or \\ in the body, which no -D can pass on: "
+                                             "those are read as kernels/k.cuh defines them") in both
+    (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" + tiled)
     # two runners, two TILEs: the first one's read, the other's launch left with a note
     (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)
     (work / "other.cu").write_bytes(b'#define TILE 8\n#include "kernels/k.cuh"\n' + launch.replace(b"8192", b"16384"))

@@ -29,7 +29,7 @@ from swzc.analysis.templates import TemplateParameter, template_parameters
 from swzc.core import clean
 from swzc.frontend import queries
 from swzc.frontend.evaluate import Scope, Value
-from swzc.frontend.preprocess import Preprocessed
+from swzc.frontend.preprocess import Preprocessed, defines_of
 from swzc.frontend.source import SourceFile
 from swzc.frontend.syntax import _callee, _has_token, _line, _strip, declared_name, function_name, functions, text, walk
 
@@ -196,9 +196,7 @@ def _launched_from_here(ctx: FileContext, pre: Preprocessed, scope: Scope, defin
         head = f"line {_line(node)} launches kernel {name} of {clean.shell_path(in_headers[name])} ({written})"
         launch, fact = launched.get((name, _line(node)), (None, None))
         if fact is not None:
-            mine = set(ctx.build.defines)  # the header is read with these anyway
-            macros = [(n, m.body) for n, m in pre.outside(definitions[0][name][1])
-                      if m is not None and m.params is None and (n, m.body) not in mine]
+            macros = defines_of(pre.outside(definitions[0][name][1]), ctx.build.defines)  # not what it is read with anyway
             said[name] = (f"{head}: swzc reads a kernel in the file that defines it; with this launch: "
                           f"{_header_command(in_headers[name], fact, macros)} (or name both files in one suggest or review)")
         else:

@@ -136,8 +136,11 @@ def preprocess(src: SourceFile, context: CompileContext | None = None, budget: B
     state = _State(context, budget or Budget(), builtin=_BUILTIN[src.dialect])
     table: dict[str, Macro | None] = {name: Macro(None, value) for name, value in _BUILTIN[src.dialect].items()}
     for name, value in context.defines:
+        called = FUNCTION_LIKE_DEFINE.fullmatch(name)
         if value is None:
             table.pop(name, None)
+        elif called is not None:  # -D'MAX(a, b)=((a) > (b) ? (a) : (b))'
+            table[called.group(1)] = Macro(tuple(p.strip() for p in called.group(2).split(",") if p.strip()), value)
         else:
             table[name] = Macro(None, value)
     folder = os.path.dirname(os.path.abspath(src.path))
@@ -290,6 +293,26 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
 
 
 _KERNEL = re.compile(rb"\b__global__\b")
+FUNCTION_LIKE_DEFINE = re.compile(r"([A-Za-z_]\w*)\(\s*((?:[A-Za-z_]\w*\s*(?:,\s*[A-Za-z_]\w*\s*)*)?)\)")  # -D NAME(a, b)=…
+
+
+UNPASSABLE = re.compile(r'[$`"\\\x00-\x1f\x7f]')  # what no -D value may hold: nvcc's own shell reads it
+
+
+def defines_of(outside: Iterable[tuple[str, Macro | None]], given: Iterable[tuple[str, str | None]] = ()
+               ) -> tuple[tuple[str, str], ...]:
+    """`Header.outside` as -D values (NAME, or NAME(a, b) for a function-like macro; and its body): not one defined
+    ambiguously, nor a variadic one, nor one `given` (the -D a file is read with anyway) holds, nor one a compiler's
+    shell would read (UNPASSABLE: `#define NAME "gemm"`; swzc.core.processes refuses such an argument)."""
+    out = []
+    for name, macro in outside:
+        body = " ".join(macro.body.split()) if macro is not None else ""  # a tab is a space to the preprocessor
+        if macro is None or "__VA_ARGS__" in body or UNPASSABLE.search(body):
+            continue
+        spelled = name if macro.params is None else f"{name}({', '.join(macro.params)})"
+        if (spelled, body) not in set(given):
+            out.append((spelled, body))
+    return tuple(out)
 
 
 def _outside(names: Iterable[str], table: Mapping[str, Macro | None], builtin: Mapping[str, str]

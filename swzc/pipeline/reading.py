@@ -23,8 +23,8 @@ from swzc.core.memo import Memo
 from swzc.frontend import source
 from swzc.frontend.build_context import HeaderParses, read_regular_file
 from swzc.frontend.evaluate import Dim3, Macro, Value
-from swzc.frontend.preprocess import (CompileContext, IncludeScan, context_from_database, context_from_flags,
-                                      find_compile_commands)
+from swzc.frontend.preprocess import (FUNCTION_LIKE_DEFINE, UNPASSABLE, CompileContext, IncludeScan, context_from_database, context_from_flags,
+                                      defines_of, find_compile_commands)
 from swzc.frontend.source import max_input_bytes
 from swzc.model.rank import size_bindings
 from swzc.model.sweep import SIZES
@@ -47,9 +47,9 @@ def build_context(file: str, include_dirs: tuple[str, ...], defines: tuple[str, 
     # folders from the working folder, as the user typed them: the compile check runs in the file's own folder
     given = context_from_flags([*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)], os.getcwd())
     notes += [f"-I {typed}: no such folder" for typed in dict.fromkeys(include_dirs) if not os.path.isdir(typed)]
-    for name, _ in given.defines:
-        if not name.isidentifier():
-            raise SwzcError(f"-D {name!r}: not a macro name")
+    for name, value in given.defines:
+        if not name.isidentifier() and (value is None or FUNCTION_LIKE_DEFINE.fullmatch(name) is None):
+            raise SwzcError(f"-D {name!r}: not a macro name (NAME, or NAME(a, b) for a function-like one)")
     return context.merged(CompileContext(given.include_dirs, given.defines, "the command line" if given.include_dirs or given.defines else "")), notes
 
 
@@ -175,7 +175,7 @@ def _included(path: str, launches: Sequence[tuple[str, tuple[tuple[str, Macro | 
     mine = set(context.defines)  # a -D the FILE is read with anyway is no macro of the includer's to name
 
     def kept(macros: tuple[tuple[str, Macro | None], ...]) -> tuple[tuple[str, str], ...]:
-        return tuple((name, m.body) for name, m in macros if m is not None and m.params is None and (name, m.body) not in mine)
+        return defines_of(macros, mine)
 
     first = kept(launches[0][1])
     facts: dict[str, list[LaunchFact]] = {}
@@ -190,6 +190,10 @@ def _included(path: str, launches: Sequence[tuple[str, tuple[tuple[str, Macro | 
         if unclear:
             notes.append(f"{quoted(file)} defines {', '.join(unclear)} differently on paths swzc does not tell apart where it "
                          f"includes {quoted(path)}: those are read as {quoted(path)} defines them")
+        unpassable = [name for name, m in macros if m is not None and UNPASSABLE.search(" ".join(m.body.split()))]
+        if unpassable:
+            notes.append(f"{quoted(file)} defines {', '.join(unpassable)} with a quote, $, ` or \\ in the body, which no -D can "
+                         f"pass on: those are read as {quoted(path)} defines them")
         have = facts.setdefault(fact.kernel, [])
         if not any((f.grid, f.block, f.args, f.types, f.api) == (fact.grid, fact.block, fact.args, fact.types, fact.api) for f in have):
             have.append(fact)
