@@ -461,6 +461,7 @@ def test_manifest_filter_selects_cu_cuh_and_hip():
     hook = _manifest()
     assert hook["id"] == "swzc-suggest" and hook["entry"] == "swzc suggest" and hook["language"] == "python"
     assert hook["require_serial"] is True  # one swzc for every file: a header is read with the launches of its includers
+    assert hook["verbose"] is True  # a passing run's line on the kernels it could not rank is shown
     pattern = re.compile(hook["files"])
     assert all(pattern.search(p) for p in ("a.cu", "dir/b.cuh", "c.hip"))
     assert not any(pattern.search(p) for p in ("a.cpp", "a.cu.orig", "hip", "a.cuda"))
@@ -478,6 +479,10 @@ def test_hook_under_pre_commit_with_the_installed_swzc(tmp_path):
     hook_repo = _git_repo(tmp_path / "hooks", {".pre-commit-hooks.yaml": json.dumps([local]).encode()}, env)  # YAML reads JSON
     user_repo = _git_repo(tmp_path / "user", USER_FILES, env)
     _check_hook_run(_try_repo(hook_repo, user_repo, env, timeout=60))
+    # a commit of kernels it cannot rank passes, and says so
+    quiet_repo = _git_repo(tmp_path / "quiet", {"kernels/tile.cuh": UNRANKED}, env)
+    passed = _try_repo(hook_repo, quiet_repo, env, timeout=60)
+    assert passed.returncode == 0 and "Passed" in passed.stdout and "could not be ranked" in passed.stdout, passed.stdout
 
 
 def _pypi_reachable() -> bool:
