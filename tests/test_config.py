@@ -189,6 +189,9 @@ def test_quiet_prints_nothing_but_errors_and_verbose_prints_every_candidate(proj
     # once: each kernel's outcome, without the notes and the dry-run reminder
     quiet = CliRunner().invoke(main, ["rewrite", "-q", "g.cu", "--no-compile"]).output
     assert "rewritten with" in quiet and "dry run" not in quiet and "note:" not in quiet
+    assert "proof:" not in quiet and "chosen:" not in quiet and len(quiet.splitlines()) == 2  # the file, its kernel
+    assert "proof:" in CliRunner().invoke(main, ["rewrite", "g.cu", "--no-compile"]).output
+    assert CliRunner().invoke(main, ["rewrite", "-q", "g.cu", "--no-compile", "--swizzle", "identity"]).output == ""  # nothing found
     assert "dry run" in CliRunner().invoke(main, ["rewrite", "g.cu", "--no-compile"]).output
 
 

@@ -550,7 +550,7 @@ def rewrite(file: str, output: str | None, in_place: bool, patch_out: str | None
     quiet, verbose = verbosity()
     report = (rewrite_report.render_json(result, output, in_place, patch_out) if as_json
               else rewrite_report.render_text(result, bool(output or in_place or patch_out), patch_note, verbose, notes=not quiet))
-    if quiet < 2 or as_json:
+    if (quiet < 2 and report) or as_json:  # -q with nothing found: nothing
         clean.echo(report, err=to_stdout, kind=None if as_json else "summary")
     # the report's own notes went where stderr goes (the report to stderr, or both to one terminal): said once
     seen = not as_json and not quiet and (to_stdout or (sys.stdout.isatty() and sys.stderr.isatty()))

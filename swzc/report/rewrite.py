@@ -23,10 +23,14 @@ from swzc.verify.bench import PROFILERS, report_json, size_table
 def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbose: bool = False, notes: bool = True) -> str:
     """The summary: each kernel's outcome, the syntax errors worked around, notes, the compile check, the
     benchmark and (verbose, or where an LLM took part) every candidate tried.  `wrote`: an output was named.
-    Without `notes` (-q), the notes are left out."""
+    Without `notes` (-q), only the findings: each rewritten kernel's line, a compile check that did not pass and the
+    benchmark's verdicts."""
     lines = [f"{result.path} ({result.dialect}, hw {result.hw})"]
     for o in result.outcomes:
         head = f"  {o.name} (line {o.line}): {o.status}"
+        if not notes:
+            lines += [f"{head} with {o.swizzle}"] if o.status == "rewritten" else []
+            continue
         if o.status == "rewritten":
             lines.append(f"{head} with {o.swizzle}")
             lines.append(f"      {o.reason}")
@@ -39,16 +43,16 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
             lines.append(f"{head}: {o.reason}")
             if verbose:
                 lines += sweep_lines(o.sizes, "      ")
-    if not result.outcomes:
+    if not result.outcomes and notes:
         lines.append("  no __global__ kernels in this file")
-    lines += syntax_lines(result.path, result.syntax_errors)
+    lines += syntax_lines(result.path, result.syntax_errors) if notes else []
     lines += [f"  note: {note}" for note in result.notes] if notes else []
-    if result.compile is not None:
+    if result.compile is not None and (notes or result.compile.status != "ok"):
         c = result.compile
         lines.append(f"  compile check: {c.status}" + (f" ({c.detail})" if c.detail else ""))
         if c.command and c.status != "ok":
             lines.append(f"      {c.command}")
-    if not result.changed:
+    if not result.changed and notes:
         lines.append("  nothing to do: no kernel was rewritten" if result.exit_code == ExitCode.OK else "  no kernel was rewritten")
     for b in result.bench:
         reason = b.reason.replace("\n", "\n      ")  # a failed check carries the harness's own lines
@@ -74,7 +78,7 @@ def render_text(result: RewriteResult, wrote: bool, patch_note: str = "", verbos
         lines.append("  not benchmarked: no GPU run was made for this patch")
         if not wrote:
             lines.append("  dry run: nothing written (use -o OUT, --in-place or --patch FILE)")
-    return "\n".join(lines)
+    return "\n".join(lines) if notes or len(lines) > 1 else ""  # -q and nothing found: nothing
 
 
 def render_json(result: RewriteResult, output: str | None, in_place: bool, patch_out: str | None) -> str:
