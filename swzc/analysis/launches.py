@@ -127,26 +127,36 @@ _SIZE_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")  # a name, or
 MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a field was before
 
 
-def _fields_read(function: Node, param: str) -> list[str]:
-    """The fields of parameter `param` the kernel reads through names (`p.n`, `p.dims.m`; swzc.frontend.evaluate.
-    field_name), in the order it reads them, that may be integer sizes: where the launch passes a struct whole, a
-    sweep binds them with the grid's sizes (the kernel's `p.k` is a problem size as an `int k` parameter would be).
-    Not one read as an array or a pointer (`p.x[i]`, `*p.y`), nor, where the file defines the struct, one of a
-    type other than an integer's."""
-    body = function.child_by_field_name("body")
+_SCALARS = re.compile(r"(?:(?:unsigned|signed|long|short|int|char|bool|float|double|half|const|volatile)\s*)+|"
+                      r"(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|__half|__nv_bfloat16|nv_bfloat16|bfloat16|float[1-4]|"
+                      r"u?int[1-4]|u?long[1-4]|double[1-4]")  # no struct of fields to read
+
+
+def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
+    """The fields of parameter `param` (a struct passed by value) the kernel reads through names (`p.n`, `p.dims.m`;
+    swzc.frontend.evaluate.field_name), in the order it reads them, that may be integer sizes: where the launch
+    passes the struct whole, a sweep binds them with the grid's sizes (the kernel's `p.k` is a problem size as an
+    `int k` parameter would be).  Not one read as an array or a pointer (`p.x[i]`, `*p.y`), nor, where the file
+    defines the struct, one of a type other than an integer's.  Found once for each kernel and parameter."""
+    key = ("fields", function, param)
+    if key in scope.indexes:
+        return scope.indexes[key]
     declared = next((q for q in parameter_list(function) if q.name == param), None)
-    integers = _integer_fields(function, templates.base_type(declared.type)) if declared is not None else None
     found: dict[str, None] = {}
-    for node in walk(body) if body is not None else ():
-        if node.type != "field_expression" or node.parent is not None and node.parent.type == "field_expression":
-            continue
-        name = field_name(node)
-        if name is None or not name.startswith((f"{param}.", f"{param}->")) or _as_pointer(node):
-            continue
-        if integers is not None and re.split(r"\.|->", name)[1] not in integers:
-            continue
-        found.setdefault(name)
-    return list(found)[:MAX_FIELD_SIZES]
+    if declared is not None and not declared.pointer and not _SCALARS.fullmatch(templates.base_type(declared.type)):
+        integers = _struct_fields(function, scope).get(templates.base_type(declared.type))
+        body = function.child_by_field_name("body")
+        for node in walk(body) if body is not None else ():
+            if node.type != "field_expression" or node.parent is not None and node.parent.type == "field_expression":
+                continue
+            name = field_name(node)
+            if name is None or not name.startswith((f"{param}.", f"{param}->")) or _as_pointer(node):
+                continue
+            if integers is not None and re.split(r"\.|->", name)[1] not in integers:
+                continue
+            found.setdefault(name)
+    scope.indexes[key] = list(found)[:MAX_FIELD_SIZES]
+    return scope.indexes[key]
 
 
 def _as_pointer(node: Node) -> bool:
@@ -157,24 +167,30 @@ def _as_pointer(node: Node) -> bool:
                                    or parent.type == "call_expression" and parent.child_by_field_name("function") == node)
 
 
-def _integer_fields(function: Node, struct: str) -> frozenset[str] | None:
-    """The fields of an integer type of the struct or class `struct` as the file that holds `function` defines it;
-    None where it does not (a header's, or a template's parameter)."""
+def _struct_fields(function: Node, scope: Scope) -> Mapping[str, frozenset[str]]:
+    """The structs and classes the file that holds `function` defines, each with its fields of an integer type;
+    found once for the file (a struct of a header's is not among them)."""
     root = function
     while root.parent is not None:
         root = root.parent
+    key = ("structs", root)
+    if key in scope.indexes:
+        return scope.indexes[key]
+    structs: dict[str, frozenset[str]] = {}
     for node in walk(root):
         if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
             named = node.child_by_field_name("name")
-            if named is None or text(named) != struct:
+            if named is None:
                 continue
             fields = set()
             for item in node.child_by_field_name("body").named_children:
-                if item.type == "field_declaration" and _INTEGER.fullmatch(templates.base_type(text(item.child_by_field_name("type")) if item.child_by_field_name("type") else "")):
+                written = item.child_by_field_name("type") if item.type == "field_declaration" else None
+                if written is not None and _INTEGER.fullmatch(templates.base_type(text(written))):
                     fields.update(declared_name(d) for d in item.children_by_field_name("declarator")
                                   if d.type in ("field_identifier", "identifier"))
-            return frozenset(fields)
-    return None
+            structs.setdefault(text(named), frozenset(fields))
+    scope.indexes[key] = structs
+    return structs
 
 
 def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tparams: list[str], scope: Scope,
@@ -198,7 +214,7 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
             _Evaluator(site.host, named).value(arg)
             sizes += [n for n in named if _SIZE_NAME.fullmatch(n)]
         elif arg.type != "type_descriptor":  # a struct passed whole (`Params p`): the fields the kernel reads of it
-            sizes += _fields_read(function, pname)
+            sizes += _fields_read(function, pname, scope)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
     record = replace(site.launch, bindings=tuple(sorted(bound.items())), type_args=tuple(sorted(types.items())),
                      sizes=tuple(n for n in dict.fromkeys(sizes) if n not in site.launch.block_sizes))
