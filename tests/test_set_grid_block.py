@@ -83,6 +83,13 @@ def test_set_gives_a_structs_fields_as_the_file_reads_them_and_a_sweep_binds_the
     # a float field and one read as an array are no sizes: by the struct's definition, or, without one, by their use
     mixed = (tmp_path / "fields.cu").read_text().replace("struct Shape { int n, k; };", "struct Shape { float f; int n, k; long* idx; };")
     mixed = mixed.replace("acc += ", "acc += p.f * p.idx[0] + ")
+    # an integer vector's fields are sizes too (a uint2 passed whole, read as d.x), a float4's are not
+    (tmp_path / "vec.cu").write_text("__global__ void gemm(const float* A, const float* B, float* C, uint2 d, float4 w) {\n" +
+                                     body.replace("K", "d.x").replace("N", "d.y").replace("acc = 0.0f", "acc = w.x") +
+                                     "void run(const float* A, const float* B, float* C, uint2 d, float4 w) {\n"
+                                     "  gemm<<<dim3(d.y / 16, d.y / 16), dim3(16, 16)>>>(A, B, C, d, w);\n}\n")
+    vec = CliRunner().invoke(main, ["suggest", str(tmp_path / "vec.cu")]).stdout
+    assert "at d.y = d.x = 8192, the largest size swept" in vec, vec
     # (without the definition, a float field read as a value cannot be told from an integer one)
     for text, names in ((mixed, "p.n = p.k"), (mixed.replace("struct Shape { float f; int n, k; long* idx; };", '#include "shape.h"'),
                                               "p.n = p.k = p.f")):

@@ -129,7 +129,7 @@ MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a 
 
 _SCALARS = re.compile(r"(?:(?:unsigned|signed|long|short|int|char|bool|float|double|half|const|volatile)\s*)+|"
                       r"(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|__half|__nv_bfloat16|nv_bfloat16|bfloat16|float[1-4]|"
-                      r"u?int[1-4]|u?long[1-4]|double[1-4]")  # no struct of fields to read
+                      r"double[1-4]")  # no fields to read as sizes (an int2's or a uint3's may be: `dims.x`)
 
 
 def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
