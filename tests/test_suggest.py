@@ -1112,6 +1112,12 @@ def test_a_header_kernel_is_read_with_the_macros_its_including_file_defines_befo
     assert found.group("dram0") == same.group("dram0") and "-D 'MAX(a, b)=((a) > (b) ? (a) : (b))' -D 'TILE=MAX(16, 32)'" in found.group("apply")
     assert "NAME" not in found.group(0) and ("runner.cu defines NAME with a quote, $, ` or \\ in the body, which no -D can pass on: "
                                              "those are read as kernels/k.cuh defines them") in both
+    # one the header defines alike itself (SGEMM's CEIL_DIV in every kernel header) needs nothing from outside
+    (work / "kernels" / "k.cuh").write_bytes(b"#define CEIL(a, b) (((a) + (b) - 1) / (b))\n#ifndef TILE\n#define TILE 16\n#endif\n" +
+                                             tiled.replace(b"float acc = 0.0f;", b"float acc = 0.0f * CEIL(n, 2);"))
+    (work / "runner.cu").write_bytes(b"#define CEIL(a, b) (((a) + (b) - 1) / (b))\n#define TILE 32\n#include \"kernels/k.cuh\"\n" + launch)
+    (found,) = suggestion_lines(invoke("suggest", "runner.cu", "kernels/k.cuh").stdout)
+    assert found.group("apply").count("-D") == 1 and "-D TILE=32" in found.group("apply")
     (work / "kernels" / "k.cuh").write_bytes(b"#ifndef TILE\n#define TILE 16\n#endif\n" + tiled)
     # two runners, two TILEs: the first one's read, the other's launch left with a note
     (work / "runner.cu").write_bytes(b'#define TILE 32\n#include "kernels/k.cuh"\n' + launch)

@@ -287,8 +287,11 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
     outside: tuple[tuple[str, Macro | None], ...] = ()
     if entry is not None:  # the names it and the headers it includes spell, as they are where it is included
-        names = header.names.union(*(h.src.names for h in state.headers[mark:]))
-        outside = tuple((n, m) for n, m in _outside(names, entry, state.builtin) if table.get(n, _ABSENT) == m)
+        closure = [header, *(h.src for h in state.headers[mark:])]
+        names = frozenset().union(*(f.names for f in closure))
+        same = frozenset().union(*(f.defined for f in closure))  # one it defines alike itself needs nothing from outside
+        outside = tuple((n, m) for n, m in _outside(names, entry, state.builtin)
+                        if table.get(n, _ABSENT) == m and (m is None or (n, " ".join(m.body.split())) not in same))
     state.headers.append(Header(path, spelled, header, tuple(inactive), outside))
 
 

@@ -97,6 +97,23 @@ class SourceFile:
                 if not cursor.goto_parent():
                     return frozenset(found)
 
+    @functools.cached_property
+    def defined(self) -> frozenset[tuple[str, str]]:
+        """Every `#define` it writes, as (name, body with its spaces made one), on any branch (found once)."""
+        found = set()
+        cursor = self.tree.walk()
+        while True:
+            node = cursor.node
+            if node is not None and node.type in ("preproc_def", "preproc_function_def"):
+                name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+                if name is not None:
+                    found.add((self.text(name), " ".join(self.text(value).split()) if value is not None else ""))
+            elif node is not None and node.type not in _NOT_CODE and cursor.goto_first_child():
+                continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    return frozenset(found)
+
     def where(self, node_or_byte: Node | int) -> str:
         byte = node_or_byte if isinstance(node_or_byte, int) else node_or_byte.start_byte
         line, col = self.line_col(byte)
