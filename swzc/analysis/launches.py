@@ -255,7 +255,12 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
         if name in kernels:
             named = [(name, targs, "".join(text(callee).split()).rpartition("::")[0])]
         elif callee.type == "identifier" and function is not None:  # a kernel pointer: each kernel the function points it at
-            named = [(k, kt, "") for k, kt in _pointed_to(function, name) if k in kernels]
+            calls = calls or _calls_of(src, scope)
+            if name in calls.defined:  # a function of the file's, not a pointer
+                continue
+            key = ("pointed", function, name)
+            pointed = scope.indexes[key] if key in scope.indexes else scope.indexes.setdefault(key, _pointed_to(function, name))
+            named = [(k, kt, "") for k, kt in pointed if k in kernels]
         else:
             continue
         if not named:
@@ -264,9 +269,7 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
             hosts = [scope]
         else:  # once for each call of the launching function the file makes with values it fixes, else as written
             if function.start_byte not in hosts_of:
-                if calls is None:
-                    key = ("calls", src.tree.root_node)
-                    calls = scope.indexes.get(key) or scope.indexes.setdefault(key, _calls(src.tree.root_node))
+                calls = calls or _calls_of(src, scope)
                 hosts_of[function.start_byte] = _callers(src, scope, function, calls) or [scope]
             hosts = [local_scope(function, launch.start_byte, outer) for outer in hosts_of[function.start_byte]]
         for host in hosts:
@@ -322,6 +325,14 @@ class _Calls:
 
     calls: Mapping[str, list[_Call]]
     defined: Mapping[str, list[Node]]  # name -> its definitions (overloads)
+
+
+def _calls_of(src: SourceFile, scope: Scope) -> _Calls:
+    """The file's `_calls`, found once for every scope of the file."""
+    key = ("calls", src.tree.root_node)
+    if key not in scope.indexes:
+        scope.indexes[key] = _calls(src.tree.root_node)
+    return scope.indexes[key]
 
 
 def _calls(root: Node) -> _Calls:
