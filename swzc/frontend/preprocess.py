@@ -59,9 +59,10 @@ class Header:
     spelled: str  # as the #include wrote it
     src: SourceFile
     inactive: tuple[tuple[int, int], ...]
-    # Of a header that defines a kernel: the macros known where it was included that its text names, and those their
-    # bodies name in turn; None for one defined differently on paths not told apart.  The compiler reads the header's
-    # kernels with them, and swzc reads the header on its own with them where the including file launches its kernels.
+    # Of a header that defines a kernel: the macros known where it was included that its code (or a header it
+    # includes) names, and those their bodies name in turn, less those it sets anew or alike itself; None for one
+    # defined differently on paths not told apart.  The compiler reads the header's kernels with them, and swzc reads
+    # the header on its own with them where the including file launches its kernels (defines_of).
     outside: tuple[tuple[str, Macro | None], ...] = ()
 
 

@@ -101,8 +101,9 @@ class Included:
     """What a run's other FILEs say of one FILE's kernels (`launches_between`)."""
 
     facts: Mapping[str, tuple[LaunchFact, ...]] = field(default_factory=dict)  # their launches, by kernel
-    # The object-like macros the including files define where they include it that it names (a `#define TILE 32`
-    # before its `#ifndef TILE`): the FILE is read with them, as -D NAME=VALUE, as the compiler reads its kernels.
+    # The macros the including files define where they include it that it (or a header it includes) reads (a
+    # `#define TILE 32` before its `#ifndef TILE`, and a function-like one such a body calls): the FILE is read with
+    # them, as -D NAME=VALUE or -D NAME(a, b)=VALUE, as the compiler reads its kernels (preprocess.defines_of).
     macros: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()  # what of them is not read, and why
     by: str = ""  # the including file whose macros those are, as a message names it
