@@ -229,8 +229,8 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
 
 
 def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: list[dict[str, list[Node]]]) -> list[Site]:
-    """Every launch in the file of one of `kernels`; one in a host function template once for each instantiation the
-    file calls (`_instantiations`)."""
+    """Every launch in the file of one of `kernels`, through a kernel pointer the function sets too (`_pointed_to`);
+    one in a function the file calls, once for each call that fixes something of it (`_callers`)."""
     found = []
     calls: _Calls | None = None  # the file's calls, found at the first need
     hosts_of: dict[int, list[Scope]] = {}  # a launching function's scopes, by its start: read once for its launches
