@@ -15,12 +15,12 @@ from tree_sitter import Node
 from swzc.analysis import templates, tileloop
 from swzc.analysis.records import Launch, LaunchFact, TileLoop
 from swzc.core.errors import SwzcError
-from swzc.frontend.evaluate import Dim3, Evaluator, Scope, Value, expression_of, field_name
+from swzc.frontend.evaluate import FIELD_PATH, Dim3, Evaluator, Scope, Value, expression_of, field_name
 from swzc.frontend.preprocess import Preprocessed
 from swzc.frontend.scope import _Evaluator, local_scope
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import (_callee, _line, _strip, ancestors, declared_name, function_name, parameter_declarations,
-                                  parameter_list, text, walk)
+from swzc.frontend.syntax import (_callee, _has_token, _line, _strip, ancestors, declared_name, function_name,
+                                  parameter_declarations, parameter_list, root_of, text, walk)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,6 @@ def integer_parameters(function: Node) -> tuple[str, ...]:
     return tuple(p.name for p in parameter_list(function) if not p.pointer and _INTEGER.fullmatch(p.type))
 
 
-_SIZE_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")  # a name, or a field read through names
 MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a field was before
 
 
@@ -138,9 +137,10 @@ def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
     passes the struct whole, a sweep binds them with the grid's sizes (the kernel's `p.k` is a problem size as an
     `int k` parameter would be).  Not one read as an array or a pointer (`p.x[i]`, `*p.y`), nor, where the file
     defines the struct, one of a type other than an integer's.  Found once for each kernel and parameter."""
-    key = ("fields", function, param)
-    if key in scope.indexes:
-        return scope.indexes[key]
+    return scope.once(("fields", function, param), lambda: _struct_fields_read(function, param, scope))
+
+
+def _struct_fields_read(function: Node, param: str, scope: Scope) -> list[str]:
     declared = next((q for q in parameter_list(function) if q.name == param), None)
     found: dict[str, None] = {}
     if declared is not None and not declared.pointer and not _SCALARS.fullmatch(templates.base_type(declared.type)):
@@ -155,8 +155,7 @@ def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
             if integers is not None and re.split(r"\.|->", name)[1] not in integers:
                 continue
             found.setdefault(name)
-    scope.indexes[key] = list(found)[:MAX_FIELD_SIZES]
-    return scope.indexes[key]
+    return list(found)[:MAX_FIELD_SIZES]
 
 
 def _as_pointer(node: Node) -> bool:
@@ -170,12 +169,11 @@ def _as_pointer(node: Node) -> bool:
 def _struct_fields(function: Node, scope: Scope) -> Mapping[str, frozenset[str]]:
     """The structs and classes the file that holds `function` defines, each with its fields of an integer type;
     found once for the file (a struct of a header's is not among them)."""
-    root = function
-    while root.parent is not None:
-        root = root.parent
-    key = ("structs", root)
-    if key in scope.indexes:
-        return scope.indexes[key]
+    root = root_of(function)
+    return scope.once(("structs", root), lambda: _structs(root))
+
+
+def _structs(root: Node) -> dict[str, frozenset[str]]:
     structs: dict[str, frozenset[str]] = {}
     for node in walk(root):
         if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
@@ -189,7 +187,6 @@ def _struct_fields(function: Node, scope: Scope) -> Mapping[str, frozenset[str]]
                     fields.update(declared_name(d) for d in item.children_by_field_name("declarator")
                                   if d.type in ("field_identifier", "identifier"))
             structs.setdefault(text(named), frozenset(fields))
-    scope.indexes[key] = structs
     return structs
 
 
@@ -212,7 +209,7 @@ def _bound(src: SourceFile, function: Node, site: Site, params: list[str], tpara
         elif pname in integers:  # names and fields (`n`, `dims.x`, `p.k`): a call an argument reads is no size
             named: list[str] = []
             _Evaluator(site.host, named).value(arg)
-            sizes += [n for n in named if _SIZE_NAME.fullmatch(n)]
+            sizes += [n for n in named if n.isidentifier() or FIELD_PATH.fullmatch(n)]
         elif arg.type != "type_descriptor":  # a struct passed whole (`Params p`): the fields the kernel reads of it
             sizes += _fields_read(function, pname, scope)
     types.update(_deduced_types(function, tparams, types, site.args, site.node, scope, src.tree.root_node))
@@ -258,8 +255,7 @@ def _launches(src: SourceFile, scope: Scope, kernels: Collection[str], matched: 
             calls = calls or _calls_of(src, scope)
             if name in calls.defined:  # a function of the file's, not a pointer
                 continue
-            key = ("pointed", function, name)
-            pointed = scope.indexes[key] if key in scope.indexes else scope.indexes.setdefault(key, _pointed_to(function, name))
+            pointed = scope.once(("pointed", function, name), lambda: _pointed_to(function, name))
             named = [(k, kt, "") for k, kt in pointed if k in kernels]
         else:
             continue
@@ -329,10 +325,7 @@ class _Calls:
 
 def _calls_of(src: SourceFile, scope: Scope) -> _Calls:
     """The file's `_calls`, found once for every scope of the file."""
-    key = ("calls", src.tree.root_node)
-    if key not in scope.indexes:
-        scope.indexes[key] = _calls(src.tree.root_node)
-    return scope.indexes[key]
+    return scope.once(("calls", src.tree.root_node), lambda: _calls(src.tree.root_node))
 
 
 def _calls(root: Node) -> _Calls:
@@ -365,15 +358,6 @@ def _calls(root: Node) -> _Calls:
     return _Calls(calls, defined)
 
 
-_GLOBAL = re.compile(r"\b__global__\b")
-
-
-def _head(function: Node) -> str:
-    """A definition's text before its body (its specifiers and declarator)."""
-    body = function.child_by_field_name("body")
-    return text(function)[: (body.start_byte if body is not None else function.end_byte) - function.start_byte]
-
-
 def _arity(function: Node) -> tuple[int, int, int]:
     """(the arguments a call must pass, the most it may pass, the template arguments it may name) of a definition."""
     declared = parameter_declarations(function)
@@ -393,17 +377,18 @@ def _callers(src: SourceFile, scope: Scope, function: Node, found: _Calls) -> li
     compiler never takes, or one that fits another definition of the name as well (an overload), is none of its
     calls.  None where no call fixes anything (a function called from another file, or only with what is set at run
     time): then it is read as it is written.  Found once for each function and set of --set bindings."""
-    key = ("callers", function.start_byte, src.tree.root_node, tuple(sorted(scope.user.items())))
-    if key in scope.indexes:
-        return scope.indexes[key]
+    return scope.once(("callers", function, tuple(sorted(scope.user.items()))), lambda: _read_callers(src, scope, function, found))
+
+
+def _read_callers(src: SourceFile, scope: Scope, function: Node, found: _Calls) -> list[Scope]:
     tparams = templates.template_parameters(function)
     params = [p.name for p in parameter_list(function)]
     out: list[Scope] = []
     if params or any(p.kind == "value" for p in tparams):
         name = function_name(function).split("::")[-1]
         mine = _arity(function)
-        others = [_arity(f) for f in found.defined.get(name, ()) if f != function and not _GLOBAL.search(_head(f))]  # a kernel is launched
-        untaken = scope.untaken if scope.untaken is not None and scope.untaken.root == src.tree.root_node else None
+        others = [_arity(f) for f in found.defined.get(name, ()) if f != function and not _has_token(f, "__global__")]  # a kernel is launched
+        untaken = scope.untaken.for_tree_of(src.tree.root_node) if scope.untaken is not None else None
         seen: dict[tuple, Scope] = {}
         read: set[tuple] = set()  # (caller, the call as written): read once
         for call in found.calls.get(name, ()):
@@ -418,7 +403,6 @@ def _callers(src: SourceFile, scope: Scope, function: Node, found: _Calls) -> li
                 if len(seen) == MAX_CALLERS:
                     break
         out = list(seen.values())
-    scope.indexes[key] = out
     return out
 
 

@@ -149,6 +149,12 @@ class Scope:
     # swzc.analysis.launches)
     indexes: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def once(self, key: object, make: Callable[[], Any]) -> Any:
+        """`indexes[key]`, made by `make()` the first time it is asked for."""
+        if key not in self.indexes:
+            self.indexes[key] = make()
+        return self.indexes[key]
+
     def child(self, names: Mapping[str, Node | Value | Dim3]) -> Scope:
         return Scope(self.user, names, self.macros, self, self.types, self.budget, self.functions, self.helpers, self.untaken,
                      self.indexes)
@@ -208,6 +214,9 @@ def expression_of(text: str) -> Node | None:
     while node is not None and node.type != "parenthesized_expression":
         node = node.child_by_field_name("declarator") if node.type == "declaration" else node.child_by_field_name("value")
     return node
+
+
+FIELD_PATH = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)+")  # a field read through names, as field_name spells it
 
 
 def field_name(node: Node) -> str | None:

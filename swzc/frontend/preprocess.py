@@ -282,7 +282,7 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
         return
     if _PRAGMA_ONCE.search(header.data):
         state.once.setdefault(path, []).append(table)
-    entry = dict(table) if _KERNEL.search(header.data) else None  # a header of kernels: what it may read of the includer's
+    entry = dict(table) if KERNEL_TEXT.search(header.data) else None  # a header of kernels: what it may read of the includer's
     mark = len(state.headers)
     inactive: list[tuple[int, int]] = []
     yield _walk(header.tree.root_node, table, inactive, state, os.path.dirname(path), [*stack, path])
@@ -296,7 +296,7 @@ def _include(spelled: str, table: dict[str, Macro | None], state: _State, folder
     state.headers.append(Header(path, spelled, header, tuple(inactive), outside))
 
 
-_KERNEL = re.compile(rb"\b__global__\b")
+KERNEL_TEXT = re.compile(rb"\b__global__\b")  # a file that may define a kernel
 FUNCTION_LIKE_DEFINE = re.compile(r"([A-Za-z_]\w*)\(\s*((?:[A-Za-z_]\w*\s*(?:,\s*[A-Za-z_]\w*\s*)*)?)\)")  # -D NAME(a, b)=…
 
 

@@ -14,7 +14,7 @@ from swzc.frontend.build_context import CompileContext
 from swzc.frontend.evaluate import Budget, Dim3, Evaluator, Function, Scope, Value, expression_of
 from swzc.frontend.preprocess import Preprocessed, Spans, preprocess
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import _strip, declared_name, function_name, parameter_list, text, walk
+from swzc.frontend.syntax import _strip, declared_name, function_name, parameter_list, root_of, text, walk
 
 _LOOPS = ("while_statement", "do_statement", "for_statement")
 
@@ -82,11 +82,9 @@ class Untaken:
     def holds(self, node: Node) -> bool:
         return self.spans.holds(node.start_byte, node.end_byte)
 
-
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
+    def for_tree_of(self, node: Node) -> Untaken | None:
+        """These branches where `node` is of this file's tree and there are any; None otherwise."""
+        return self if self.spans.starts and root_of(node) == self.root else None
 
 
 def _returns_one_value(function: Node) -> tuple[str, Function] | None:
@@ -146,7 +144,7 @@ def _local_index(function: Node, body: Node, known: dict, untaken: Untaken | Non
     defs: dict[str, list[tuple[Node, Node | None, str]]] = {}
     ctor_args: dict[tuple[int, str], list[Node | None]] = {}
     spoiled: set[str] = set()
-    skip = untaken if untaken is not None and untaken.spans.starts and _root(body) == untaken.root else None
+    skip = untaken.for_tree_of(body) if untaken is not None else None
     for node in walk(body):
         if skip is not None and skip.holds(node):
             continue

@@ -13,6 +13,7 @@ from tree_sitter import Language, Node, Parser, Tree
 
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.core.inputs import read_regular
+from swzc.frontend.syntax import walk
 
 CUDA = Language(tree_sitter_cuda.language())
 
@@ -83,36 +84,23 @@ class SourceFile:
         strings (found once: a header of kernels is asked which of its includer's macros it may read, by each file
         of a run that includes it)."""
         found: set[str] = set()
-        cursor = self.tree.walk()
-        while True:
-            node = cursor.node
-            kind = node.type if node is not None else ""
-            if kind in _CODE_NAMES:
+        for node in walk(self.tree.root_node, _NOT_CODE):
+            if node.type in _CODE_NAMES:
                 found.add(self.text(node))
-            elif kind in ("preproc_arg", "preproc_params"):
+            elif node.type in ("preproc_arg", "preproc_params"):
                 found.update(m.decode("ascii") for m in _NAME.findall(_COMMENT.sub(b" ", self.data[node.start_byte:node.end_byte])))
-            if kind not in _NOT_CODE and cursor.goto_first_child():
-                continue
-            while not cursor.goto_next_sibling():
-                if not cursor.goto_parent():
-                    return frozenset(found)
+        return frozenset(found)
 
     @functools.cached_property
     def defined(self) -> frozenset[tuple[str, str]]:
         """Every `#define` it writes, as (name, body with its spaces made one), on any branch (found once)."""
         found = set()
-        cursor = self.tree.walk()
-        while True:
-            node = cursor.node
-            if node is not None and node.type in ("preproc_def", "preproc_function_def"):
-                name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-                if name is not None:
-                    found.add((self.text(name), " ".join(self.text(value).split()) if value is not None else ""))
-            elif node is not None and node.type not in _NOT_CODE and cursor.goto_first_child():
+        for node in walk(self.tree.root_node, _NOT_CODE):
+            if node.type not in ("preproc_def", "preproc_function_def") or node.child_by_field_name("name") is None:
                 continue
-            while not cursor.goto_next_sibling():
-                if not cursor.goto_parent():
-                    return frozenset(found)
+            value = node.child_by_field_name("value")
+            found.add((self.text(node.child_by_field_name("name")), " ".join(self.text(value).split()) if value is not None else ""))
+        return frozenset(found)
 
     def where(self, node_or_byte: Node | int) -> str:
         byte = node_or_byte if isinstance(node_or_byte, int) else node_or_byte.start_byte

@@ -30,7 +30,7 @@ from swzc.analysis.context import bindings_key
 from swzc.analysis.kernels import integer_arguments, relaunched
 from swzc.analysis.templates import TemplateParameter
 from swzc.analysis.records import KernelInfo, Launch
-from swzc.frontend.evaluate import Value
+from swzc.frontend.evaluate import FIELD_PATH, Value
 from swzc.model.calibration import Calibration
 from swzc.model.footprint import Footprint
 from swzc.model.footprint.values import UNFIXED_PARAMETER
@@ -291,10 +291,7 @@ def _stand_in(at: KernelInfo, first: Launch, unset: Mapping[str, int], dims: int
 def _bindable(name: str) -> bool:
     """A name a sweep can bind: an identifier, a dim3's field (`dims.x`), whose dim3 it binds, or a struct's field
     read through names (`p.n`, `args->dims.m`), which it binds as the file names it (`--set p.n=4096` alike)."""
-    return name.isidentifier() or _FIELD.fullmatch(name) is not None
-
-
-_FIELD = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)+")
+    return name.isidentifier() or FIELD_PATH.fullmatch(name) is not None
 
 
 def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | str]) -> KernelInfo | None:

@@ -23,7 +23,7 @@ from swzc.analysis.context import FileContext
 from swzc.rewrite.edits import Edit, rewrite
 from swzc.core import clean
 from swzc.core.errors import ExitCode, SwzcError
-from swzc.frontend.evaluate import Dim3, Evaluator, Value, expression_of
+from swzc.frontend.evaluate import FIELD_PATH, Dim3, Evaluator, Value, expression_of
 from swzc.target.hw import HardwareModel
 from swzc import passes
 from swzc.passes import block_swizzle
@@ -163,9 +163,6 @@ class RewriteResult:
 _TYPE_NAME = re.compile(r"[A-Za-z_][\w:]*(?:\s*<[\w\s:,<>]*>)?(?:\s+[A-Za-z_][\w:]*)*")
 
 
-_FIELD = re.compile(r"[A-Za-z_]\w*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)+")
-
-
 def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]:
     """--set NAME=VALUE: VALUE an integer, a float, or a type name (`DATA_TYPE=float`, `T=unsigned int`); NAME.x,
     NAME.y or NAME.z=INTEGER one field of a dim3 or vector (`dims.x=4096`), the fields not given 1; any other field a
@@ -183,20 +180,11 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]
                 raise SwzcError(f"--set {pair!r}: a field ({name}) takes an integer") from None
             fields.setdefault(base, [1, 1, 1])["xyz".index(axis)] = number
             continue
-        if sep and _FIELD.fullmatch(name):  # a struct's field, as the file reads it (`p.n`, `args->dims.m`)
-            name = "".join(name.split())
-            try:
-                bound[name] = int(value, 0)
-            except ValueError:
-                try:
-                    number = float(value)
-                except ValueError:
-                    raise SwzcError(f"--set {pair!r}: a field ({name}) takes a number") from None
-                if not math.isfinite(number):
-                    raise SwzcError(f"--set {pair!r}: VALUE must be a finite number") from None
-                bound[name] = number
-            continue
-        if not sep or not name.isidentifier():
+        spaced = re.sub(r"\s*(\.|->)\s*", r"\1", name)
+        field = bool(sep) and FIELD_PATH.fullmatch(spaced) is not None  # a struct's field, as the file reads it (`p.n`)
+        if field:
+            name = spaced
+        elif not sep or not name.isidentifier():
             raise SwzcError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set N=4096, --set DATA_TYPE=float or --set dims.x=4096")
         try:
             bound[name] = int(value, 0)
@@ -206,10 +194,11 @@ def parse_bindings(pairs: list[str] | tuple[str, ...]) -> dict[str, Value | str]
         try:
             number = float(value)
         except ValueError:
-            if _TYPE_NAME.fullmatch(value) and value.lower() not in ("nan", "inf", "infinity"):
+            if not field and _TYPE_NAME.fullmatch(value) and value.lower() not in ("nan", "inf", "infinity"):
                 bound[name] = " ".join(value.split())
                 continue
-            raise SwzcError(f"--set {pair!r}: VALUE must be a number or a type name") from None
+            raise SwzcError(f"--set {pair!r}: " + (f"a field ({name}) takes a number" if field else
+                                                    "VALUE must be a number or a type name")) from None
         if not math.isfinite(number):
             raise SwzcError(f"--set {pair!r}: VALUE must be a finite number")
         bound[name] = number
@@ -813,7 +802,7 @@ def _named_for_set(reason: str) -> list[str]:
     """The names a reason says --set gives, in the order it names them, each once."""
     found = [(m.start(), i, name) for pattern in _SET_NAMES for m in pattern.finditer(reason)
              for i, name in enumerate(re.split(r", | and ", m.group(1)))]
-    return list(dict.fromkeys(name for _, _, name in sorted(found) if re.sub(r"\.|->", "_", name).isidentifier()))
+    return list(dict.fromkeys(name for _, _, name in sorted(found) if name.isidentifier() or FIELD_PATH.fullmatch(name)))
 
 
 def _alone(analysis: FileAnalysis, index: int, proposal: Proposal) -> tuple[Edit, ...]:

@@ -23,8 +23,8 @@ from swzc.core.memo import Memo
 from swzc.frontend import source
 from swzc.frontend.build_context import HeaderParses, read_regular_file
 from swzc.frontend.evaluate import Dim3, Macro, Value
-from swzc.frontend.preprocess import (FUNCTION_LIKE_DEFINE, UNPASSABLE, CompileContext, IncludeScan, context_from_database, context_from_flags,
-                                      defines_of, find_compile_commands)
+from swzc.frontend.preprocess import (FUNCTION_LIKE_DEFINE, KERNEL_TEXT, UNPASSABLE, CompileContext, IncludeScan,
+                                      context_from_database, context_from_flags, defines_of, find_compile_commands)
 from swzc.frontend.source import max_input_bytes
 from swzc.model.rank import size_bindings
 from swzc.model.sweep import SIZES
@@ -89,7 +89,6 @@ def source_files(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-_GLOBAL = re.compile(rb"\b__global__\b")
 _LAUNCH = re.compile(rb"<<<|\bhipLaunchKernelGGL\b|\bcudaLaunch\w*Kernel|\bhipLaunch\w*Kernel")
 
 
@@ -135,7 +134,7 @@ def launches_between(files: Sequence[str], read: Callable[[str], tuple[CompileCo
     kernels = set()  # the FILEs that may define a kernel and launch none (a header of kernels)
     for real, file in wanted.items():
         data = read_regular_file(file, max_bytes)
-        if not isinstance(data, str) and _GLOBAL.search(data) and not _LAUNCH.search(data):
+        if not isinstance(data, str) and KERNEL_TEXT.search(data) and not _LAUNCH.search(data):
             kernels.add(real)
     found: dict[str, list[tuple[str, tuple[tuple[str, Macro | None], ...], LaunchFact]]] = {}
     scan = IncludeScan()
@@ -174,16 +173,13 @@ def _included(path: str, launches: Sequence[tuple[str, tuple[tuple[str, Macro | 
     """One FILE's launches from the files that include it (file, the macros it includes it with, fact), in the order
     of FILES, as the FILE is read: with the first one's macros, and the launches of the files that agree."""
     mine = set(context.defines)  # a -D the FILE is read with anyway is no macro of the includer's to name
-
-    def kept(macros: tuple[tuple[str, Macro | None], ...]) -> tuple[tuple[str, str], ...]:
-        return defines_of(macros, mine)
-
-    first = kept(launches[0][1])
+    first = defines_of(launches[0][1], mine)
     facts: dict[str, list[LaunchFact]] = {}
     notes: list[str] = []
     for file, macros, fact in launches:
-        if kept(macros) != first:
-            differ = sorted({name for name, _ in {*kept(macros)} ^ {*first}})
+        passed = defines_of(macros, mine)
+        if passed != first:
+            differ = sorted({name for name, _ in {*passed} ^ {*first}})
             notes.append(f"{quoted(file)} includes {quoted(path)} with {', '.join(differ)} defined otherwise than "
                          f"{quoted(launches[0][0])} does; a run reads a file one way, so its launch of kernel {fact.kernel} is not read")
             continue
