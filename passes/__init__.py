@@ -13,6 +13,7 @@ Which order each kernel gets, or why it gets none, is decided before any pass ru
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 
 from swzc.analysis import tileloop
@@ -34,6 +35,23 @@ def guarded(definition: str) -> str:
     may be included into one file, which then compiles each function once."""
     macro = "SWZC_" + hashlib.sha256(definition.encode()).hexdigest()[:16].upper()
     return f"#ifndef {macro}\n#define {macro}\n{definition}#endif\n"
+
+
+# What the swizzle functions take from the toolkit: a macro of these names is the toolkit's own (CUDA and HIP define
+# __device__ and __forceinline__ as macros), never set aside.
+_TOOLKIT = re.compile(r"__\w*|make_uint3|uint3")
+
+
+def shielded(library: str, macros: frozenset[str]) -> str:
+    """The library, with any macro of the file's that would rename one of its words (a parameter `p` against
+    `#define p 5`) set aside around it: `#pragma push_macro`, `#undef`, then `#pragma pop_macro` after it, so the
+    file's macros mean what they meant before and after, and the library compiles as it was proven."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"//[^\n]*", "", library)))
+    names = sorted(name for name in words & macros if not _TOOLKIT.fullmatch(name))
+    if not names:
+        return library
+    return ("".join(f'#pragma push_macro("{name}")\n#undef {name}\n' for name in names) + library
+            + "".join(f'#pragma pop_macro("{name}")\n' for name in reversed(names)))
 
 
 def for_kernel(kernel: KernelInfo) -> Pass:
@@ -63,7 +81,8 @@ def run(analysis: FileAnalysis, accepted: Mapping[int, Proposal]) -> list[Edit]:
             library_at.append(analysis.helpers[name].library_at)
             edits += helper_edits
     uses = [(p.spec, p.adapter) for p in accepted.values()]
-    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + "".join(map(guarded, cxx_definitions(uses))) + "\n"))
+    edits.append(Edit.insert(min(library_at), LIBRARY_HEADER + shielded("".join(map(guarded, cxx_definitions(uses))),
+                                                                          analysis.macros) + "\n"))
     if analysis.newline != "\n":
         edits = [Edit(e.start, e.end, e.text.replace(b"\n", analysis.newline.encode())) for e in edits]
     return edits

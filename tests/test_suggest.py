@@ -992,6 +992,29 @@ def test_headers_rewritten_one_by_one_compile_together_in_the_file_that_includes
     assert "nothing to do" in invoke("rewrite", "kernels/one.cuh", "--swizzle", "serpentine:32").stdout  # swzc reads it back
 
 
+@needs_nvcc
+def test_the_files_macros_that_name_a_word_of_the_swizzle_functions_are_set_aside_around_them(work):
+    """`#define p 5` (or `w` from a header) would rename the functions' own parameters and locals: the library is
+    compiled with them pushed and undefined, and they mean what they meant after it."""
+    (work / "names.h").write_bytes(b"#define w 3\n")
+    (work / "k.cu").write_bytes(b'#include "names.h"\n#define p 5\n#define make_uint3 make_uint3\n'
+                                b"__global__ void k(float* a) { a[(blockIdx.y * gridDim.x + blockIdx.x) * p + w] = 1.0f; }\n"
+                                b"void go(float* a) { k<<<dim3(64, 48), 128>>>(a); }\nint after = p + w;\n")
+    assert invoke("rewrite", "k.cu", "--swizzle", "hilbert:8", "-o", "out.cu").exit_code == 0
+    out = (work / "out.cu").read_text()
+    for name in ("p", "w"):
+        assert out.count(f'#pragma push_macro("{name}")\n#undef {name}\n') == 1
+        assert out.count(f'#pragma pop_macro("{name}")') == 1
+    assert sorted(re.findall(r'push_macro\("(\w+)"\)', out)) == ["p", "w"]  # never a name the toolkit defines
+    assert out.rindex("static __device__") < out.index("pop_macro") < out.index("__global__")
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-c", "out.cu", "-o", os.devnull], cwd=work, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (work / "plain.cu").write_bytes(b"__global__ void k(float* a) { a[blockIdx.y * gridDim.x + blockIdx.x] = 1.0f; }\n"
+                                    b"void go(float* a) { k<<<dim3(64, 48), 128>>>(a); }\n")
+    assert invoke("rewrite", "plain.cu", "--swizzle", "hilbert:8", "-o", "plain_out.cu").exit_code == 0
+    assert "push_macro" not in (work / "plain_out.cu").read_text()
+
+
 def test_a_header_kernel_is_found_beside_a_host_function_of_its_name_and_named_with_the_launch_it_is_read_with(work):
     """A runner's host function may share its kernel's name (a wrapper): the launch inside it is still the
     kernel's.  Of two files launching a header's kernel, one with a grid it fixes and one with a grid set at run

@@ -120,7 +120,8 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
     notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, scope, {function_name(f) for f, _ in kernels})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,
-                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes)
+                        {k: tuple(v) for k, v in callers.items()}, identifiers, newline, notes,
+                        frozenset(pre.bodies) | frozenset(pre.macros))
 
 
 def header_kernels(src: SourceFile, pre: Preprocessed) -> dict[str, str]:

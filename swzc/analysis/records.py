@@ -221,3 +221,5 @@ class FileAnalysis:
     identifiers: frozenset[str] = field(default_factory=frozenset)
     newline: str = "\n"  # the file's line ending, for inserted lines
     notes: tuple[str, ...] = ()  # what the analysis could not follow in the file (headers, limits)
+    # every macro name the file, the headers swzc reads from it and the command line define, on any path taken
+    macros: frozenset[str] = field(default_factory=frozenset)
