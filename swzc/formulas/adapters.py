@@ -5,9 +5,9 @@ and the call the host prover makes.  A new adapter is one member here.
 
 - ``2d``: a 2D grid; rows are ``blockIdx.y``, columns ``blockIdx.x``; ``blockIdx.z`` is left alone.
 - ``1d``: a 1D grid that the kernel decodes as ``row = blockIdx.x / n``, ``col = blockIdx.x % n``.
+- ``linear``: a 1D grid with no tile structure (only chiplet steps apply).
 
 A division by the grid is ``swzc_divide`` (swzc.formulas.divide), as in the steps.
-- ``linear``: a 1D grid with no tile structure (only chiplet steps apply).
 
 The members are strings (`StrEnum`): ``Adapter.TWO_D == "2d"``, and JSON and messages show ``2d``.
 """
