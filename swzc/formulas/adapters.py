@@ -7,8 +7,6 @@ and the call the host prover makes.  A new adapter is one member here.
 - ``1d``: a 1D grid that the kernel decodes as ``row = blockIdx.x / n``, ``col = blockIdx.x % n``.
 - ``linear``: a 1D grid with no tile structure (only chiplet steps apply).
 
-A division by the grid is ``swzc_divide`` (swzc.formulas.divide), as in the steps.
-
 The members are strings (`StrEnum`): ``Adapter.TWO_D == "2d"``, and JSON and messages show ``2d``.
 """
 
@@ -79,18 +77,17 @@ _PARAMETERS = {
 
 _PAST_32_BITS = ("  if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);"
                  "  // ids past 32 bits: keep the hardware order\n")
-_NOT_A_TILING = ("  if (n == 0u) return make_uint3(bx, by, bz);  // no tile columns: keep the hardware order\n"
-                 "  const unsigned m = swzc_divide(gx, n);\n"
-                 "  if (m * n != gx) return make_uint3(bx, by, bz);  // not an m x n tiling: keep the hardware order\n")
+_NOT_A_TILING = ("  if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);"
+                 "  // not an m x n tiling: keep the hardware order\n")
 
 _HEAD = {
     Adapter.TWO_D: _PAST_32_BITS + "  const unsigned m = gy, n = gx;\n  unsigned p = by * n + bx;\n",
-    Adapter.ONE_D: _NOT_A_TILING + "  unsigned p = bx;\n",
+    Adapter.ONE_D: _NOT_A_TILING + "  const unsigned m = gx / n;\n  unsigned p = bx;\n",
     Adapter.LINEAR: "  const unsigned m = 1u, n = gx;\n  unsigned p = bx;\n",
 }
 
 _TAIL = {
-    Adapter.TWO_D: "  const unsigned row = swzc_divide(p, n);\n  return make_uint3(p - row * n, row, bz);\n",
+    Adapter.TWO_D: "  return make_uint3(p % n, p / n, bz);\n",
     Adapter.ONE_D: "  return make_uint3(p, by, bz);\n",
     Adapter.LINEAR: "  return make_uint3(p, by, bz);\n",
 }
@@ -106,8 +103,7 @@ _CUSTOM = {
     ),
     Adapter.ONE_D: (
         _NOT_A_TILING
-        + "  const unsigned row = swzc_divide(bx, n);\n"
-        "  const uint3 t = {fn}(make_uint3(bx - row * n, row, 0u), make_uint3(n, m, 1u));\n"
+        + "  const uint3 t = {fn}(make_uint3(bx % n, bx / n, 0u), make_uint3(n, gx / n, 1u));\n"
         "  const unsigned long long id = (unsigned long long)t.y * n + t.x;\n"
         "  return make_uint3(t.x < n && id < gx ? (unsigned)id : gx, by, bz);  // outside the tiling: out of range\n"
     ),

@@ -6,9 +6,7 @@ help text read it from this table.
 
 Every step is a permutation of the linear dispatch id ``p`` over an ``m x n`` tile grid (row-major:
 ``p = row * n + col``), written as ``swzc_<kind>(p, m, n, param)``; a chunked step (``xcd:N:C``) calls
-``swzc_<kind>_chunked(p, m, n, param, chunk)``.  A division by a value known only at run time (the grid, a
-group's rows) is ``swzc_divide`` (swzc.formulas.divide), never ``/``: a parameter is a constant where the step
-is called, so ``/`` and ``%`` by it stay.
+``swzc_<kind>_chunked(p, m, n, param, chunk)``.
 """
 
 from __future__ import annotations
@@ -64,11 +62,10 @@ class StepKind:
 # walked row by row) and differ in the walk of a full panel: these are the shared opening and closing lines.
 _PANEL_START = """\
   const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
-  const unsigned bands = band > p ? 0u : swzc_divide(p, (unsigned)band);  // the full bands before p
-  const unsigned row0 = bands * k;
+  const unsigned row0 = (unsigned)(p / band) * k;
   const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
-  const unsigned q = (unsigned)(p - bands * band);
-  const unsigned col0 = swzc_divide(q, h * k) * k;  // the panels before this one are h x k each
+  const unsigned q = (unsigned)(p % band);
+  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
   const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
   const unsigned r = q - col0 * h;
   unsigned x = 0u, y = 0u;
@@ -77,8 +74,8 @@ _PANEL_START = """\
 """
 _PANEL_END = """\
   } else {
-    y = swzc_divide(r, w);
-    x = r - y * w;
+    y = r / w;
+    x = r % w;
   }
   return (row0 + y) * n + col0 + x;
 }
@@ -88,8 +85,7 @@ _PANEL_END = """\
 _COLMAJOR = """\
 // colmajor: the tile grid walked down its columns instead of along its rows.
 static __device__ __forceinline__ unsigned swzc_colmajor(unsigned p, unsigned m, unsigned n, unsigned) {
-  const unsigned col = swzc_divide(p, m);
-  return (p - col * m) * n + col;
+  return (p % m) * n + p / m;
 }
 """
 
@@ -98,12 +94,10 @@ _GROUPED = """\
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned group = swzc_divide(p, per_group);
-  const unsigned first_row = group * g;
+  const unsigned first_row = p / per_group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
-  const unsigned k = p - group * per_group;
-  const unsigned col = swzc_divide(k, rows);
-  return (first_row + k - col * rows) * n + col;
+  const unsigned k = p % per_group;
+  return (first_row + k % rows) * n + k / rows;
 }
 """
 
@@ -113,12 +107,12 @@ _SERPENTINE = """\
 static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned group = swzc_divide(p, per_group);
+  const unsigned group = p / per_group;
   const unsigned first_row = group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
-  const unsigned k = p - group * per_group;
-  const unsigned col = swzc_divide(k, rows);
-  return (first_row + k - col * rows) * n + (group % 2u == 0u ? col : n - 1u - col);
+  const unsigned k = p % per_group;
+  const unsigned col = k / rows;
+  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
 """
 

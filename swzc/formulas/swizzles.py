@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from swzc.formulas import divide
 from swzc.formulas import steps as table
 from swzc.formulas.adapters import Adapter
 from swzc.formulas.custom import (  # noqa: F401 - the custom formula's names, where formulas are imported
@@ -174,7 +173,5 @@ def cxx_definitions(uses: list[tuple[Formula, str]]) -> list[str]:
     customs = sorted({spec for spec, _ in uses if isinstance(spec, CustomSwizzle)}, key=lambda c: c.key)
     adapters = sorted(set(uses), key=lambda use: use[0].function_name(use[1]))
     cxx = table.definitions()
-    out = ([cxx[formula] for formula in formulas] + ([MIN_MAX_CXX] if customs else []) + [c.definition() for c in customs]
-           + [spec.adapter_cxx(adapter) for spec, adapter in adapters])
-    # the run-time division the steps and adapters call, first; a custom body cannot call it (its names are checked)
-    return ([divide.DIVIDE_CXX] if any(divide.NAME + "(" in text for text in out) else []) + out
+    return ([cxx[formula] for formula in formulas] + ([MIN_MAX_CXX] if customs else []) + [c.definition() for c in customs]
+            + [spec.adapter_cxx(adapter) for spec, adapter in adapters])

@@ -15,54 +15,27 @@
 #define MAX_GRID_Z 8
 
 // swzc: block swizzles; each is a permutation (of the blocks, or of the tiles a tile loop walks), proven before it was spliced in.
-#ifndef SWZC_6332F4C2FF6979EF
-#define SWZC_6332F4C2FF6979EF
-// swzc_divide(a, d): a / d for d >= 1, in integer instructions only, so that a quotient of warp-uniform values
-// stays on the uniform (NVIDIA) or scalar (AMD) datapath; `/` by a run-time value takes the floating-point
-// reciprocal unit, which has no uniform form.  Exact for every a and d >= 1 (swzc/formulas/divide.py says why).
-// swzc_reciprocal(dn), dn in [2^31, 2^32): under 2^63 / dn, by 7 at most.
-static __device__ __forceinline__ unsigned swzc_reciprocal(unsigned dn) {
-  unsigned x = 1768515945u - __umulhi(dn, 4042322161u);  // the line 48/17 - 32/17 t, t = dn / 2^32, times 2^31
-  x = __umulhi(x, 0u - __umulhi(dn, x)) << 1;  // three Newton steps x (2 - t x): 4 bits, 8, 16, 32
-  x = __umulhi(x, 0u - __umulhi(dn, x)) << 1;
-  x = __umulhi(x, 0u - __umulhi(dn, x)) << 1;
-  return x - 4u;  // now below 2^63 / dn: no quotient from it passes the true one
-}
-static __device__ __forceinline__ unsigned swzc_divide(unsigned a, unsigned d) {
-  const unsigned s = (unsigned)__clz((int)d);
-  const unsigned x = swzc_reciprocal(d << s);  // d scaled into [2^31, 2^32)
-  unsigned q = __umulhi(a, x) >> (31u - s);  // a / d, or up to 8 less
-  unsigned r = a - q * d;
-  const unsigned c = __umulhi(r, x) >> (31u - s);  // r / d, or one less
-  q += c;
-  r -= c * d;
-  return r >= d ? q + 1u : q;
-}
-#endif
-#ifndef SWZC_BCD492A92ED48785
-#define SWZC_BCD492A92ED48785
+#ifndef SWZC_B659A13D3DE49D04
+#define SWZC_B659A13D3DE49D04
 // grouped:G: G tile rows per group, walked column by column inside each group (Triton's GROUP_M order).
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned group = swzc_divide(p, per_group);
-  const unsigned first_row = group * g;
+  const unsigned first_row = p / per_group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
-  const unsigned k = p - group * per_group;
-  const unsigned col = swzc_divide(k, rows);
-  return (first_row + k - col * rows) * n + col;
+  const unsigned k = p % per_group;
+  return (first_row + k % rows) * n + k / rows;
 }
 #endif
-#ifndef SWZC_6D2140960033BE7B
-#define SWZC_6D2140960033BE7B
+#ifndef SWZC_B046AABC06027A04
+#define SWZC_B046AABC06027A04
 // grouped:32 over the 2D grid (rows blockIdx.y, columns blockIdx.x).
 static __device__ __forceinline__ uint3 swzc_grouped32_2d(unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy) {
   if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);  // ids past 32 bits: keep the hardware order
   const unsigned m = gy, n = gx;
   unsigned p = by * n + bx;
   p = swzc_grouped(p, m, n, 32u);
-  const unsigned row = swzc_divide(p, n);
-  return make_uint3(p - row * n, row, bz);
+  return make_uint3(p % n, p / n, bz);
 }
 #endif
 
