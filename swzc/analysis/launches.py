@@ -126,9 +126,9 @@ def integer_parameters(function: Node) -> tuple[str, ...]:
 MAX_FIELD_SIZES = 16  # of one struct parameter: more are read as unknown, as a field was before
 
 
-_SCALARS = re.compile(r"(?:(?:unsigned|signed|long|short|int|char|bool|float|double|half|const|volatile)\s*)+|"
-                      r"(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|__half|__nv_bfloat16|nv_bfloat16|bfloat16|float[1-4]|"
-                      r"double[1-4]")  # no fields to read as sizes (an int2's or a uint3's may be: `dims.x`)
+# Besides _INTEGER's: the scalars and vectors with no fields to read as sizes (an int2's or a uint3's may be: `dims.x`)
+_NOT_INTEGER = re.compile(r"(?:(?:unsigned|signed|long|short|int|char|bool|float|double|half|const|volatile)\s*)+|"
+                          r"__half|__nv_bfloat16|nv_bfloat16|bfloat16|float[1-4]|double[1-4]")
 
 
 def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
@@ -143,8 +143,9 @@ def _fields_read(function: Node, param: str, scope: Scope) -> list[str]:
 def _struct_fields_read(function: Node, param: str, scope: Scope) -> list[str]:
     declared = next((q for q in parameter_list(function) if q.name == param), None)
     found: dict[str, None] = {}
-    if declared is not None and not declared.pointer and not _SCALARS.fullmatch(templates.base_type(declared.type)):
-        integers = _struct_fields(function, scope).get(templates.base_type(declared.type))
+    written = templates.base_type(declared.type) if declared is not None else ""
+    if declared is not None and not declared.pointer and not _INTEGER.fullmatch(written) and not _NOT_INTEGER.fullmatch(written):
+        integers = _struct_fields(function, scope).get(written)
         body = function.child_by_field_name("body")
         for node in walk(body) if body is not None else ():
             if node.type != "field_expression" or node.parent is not None and node.parent.type == "field_expression":
