@@ -49,10 +49,16 @@ ABOVE_IDENTITY = ["serpentine:64", "grouped:64", "grouped:48", "serpentine:32", 
 FAMILY = ["grouped:8", "hilbert:8", "colmajor", "grouped:32", "grouped:4", "hilbert:4", "grouped:16", "grouped:64"]
 
 
+def both_forms(names):
+    """A plan as the loop measures it: the first candidate, then it again in the integer division form, then the rest."""
+    return names[:1] + [names[0] + "/int"] + names[1:]
+
+
 @pytest.fixture
 def measured(monkeypatch):
     """The Bencher replaced: it records what it was asked to measure and accepts every candidate, keeping the
-    last (none for a kernel in `slower`); a kernel in `failing` cannot be benchmarked at all."""
+    last (none for a kernel in `slower`); a kernel in `failing` cannot be benchmarked at all.  An order in the integer
+    division form measures `Bencher.integer` times the speedup of its `/` form (1: a tie)."""
     asked = {}
     failing: set[str] = set()
     slower: set[str] = set()
@@ -61,7 +67,7 @@ def measured(monkeypatch):
         def __init__(self, ctx, analysis, index, rewrite, hw, spec_file=None, rounds=30, progress=None, program=None, flags=()):
             self.kernel = analysis.kernels[index]
             self.rewrite = rewrite
-            self.attempts = []
+            self.attempts, self.by_size = [], []
             if self.kernel.name in failing:
                 raise SwzcError("no launch spec for it")
             asked[self.kernel.name] = {"candidates": [], "rounds": rounds, "text": None, "prebuilt": []}
@@ -78,7 +84,8 @@ def measured(monkeypatch):
             mine["candidates"].append((formula.name, predicted))
             mine["text"] = self.rewrite(formula)
             faster = self.kernel.name not in slower
-            attempt = Attempt(formula.name, predicted, True, faster, 1.2 if faster else 0.9, 1.1 if faster else 0.8, 0.01,
+            speedup = (1.2 if faster else 0.9) * (Bencher.integer if getattr(formula, "integer", False) else 1.0)
+            attempt = Attempt(formula.name, predicted, True, faster, speedup, 1.1 if faster else 0.8, 0.01,
                               1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster", formula)
             self.attempts.append(attempt)
             return attempt
@@ -93,6 +100,7 @@ def measured(monkeypatch):
                                formula=chosen and chosen.formula)
 
     Bencher.observations = {}  # kernel name: what its original's instrumented run measured (nothing, unless given)
+    Bencher.integer = 1.0
     monkeypatch.setattr(pipeline, "Bencher", Bencher)
     return asked, failing, slower
 
@@ -111,9 +119,10 @@ def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_o
     asked, _, _ = measured
     result = run({"max_iterations": 30})
     assert set(asked) == {"gemm", "open_grid"}  # scale: the model sees no gain; synced: refused
-    assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY  # never identity, nor what only ties it
+    # never identity, nor what only ties it; the first in both division forms (a tie: the rest with /)
+    assert [c for c, _ in asked["gemm"]["candidates"]] == both_forms(ABOVE_IDENTITY)
     assert all(rate is not None and rate > 62.0 for _, rate in asked["gemm"]["candidates"])
-    assert asked["open_grid"]["candidates"] == [(name, None) for name in FAMILY]
+    assert asked["open_grid"]["candidates"] == [(name, None) for name in both_forms(FAMILY)]
     assert result.benchmarked and [b.kernel for b in result.bench] == ["gemm", "open_grid"]
     kernels = outcomes(result)
     assert kernels["gemm"].status == "rewritten" and kernels["gemm"].swizzle == "grouped:2"
@@ -127,15 +136,39 @@ def test_the_loop_measures_the_model_s_candidates_above_identity_then_a_spread_o
 def test_each_kernel_gets_at_most_max_iterations_tries(measured):
     asked, _, _ = measured
     run({"max_iterations": 3})
-    assert [c for c, _ in asked["gemm"]["candidates"]] == ABOVE_IDENTITY[:3]
-    assert [c for c, _ in asked["open_grid"]["candidates"]] == FAMILY[:3]
-    assert asked["gemm"]["prebuilt"] == ABOVE_IDENTITY[:3]  # built at once, before the first is measured
+    assert [c for c, _ in asked["gemm"]["candidates"]] == both_forms(ABOVE_IDENTITY[:3])  # the second form not counted
+    assert [c for c, _ in asked["open_grid"]["candidates"]] == both_forms(FAMILY[:3])
+    # built at once, before the first is measured
+    assert asked["gemm"]["prebuilt"] == ABOVE_IDENTITY[:3] + [ABOVE_IDENTITY[0] + "/int"]
+
+
+@pytest.mark.parametrize("integer", [1.05, 0.95])
+def test_the_first_candidate_is_measured_in_both_division_forms_and_the_rest_in_the_faster(measured, integer):
+    """The integer form 5 % faster: the other candidates are measured (and built, in one batch) dividing in
+    integer instructions, and the rewrite calls the integer form's functions; 5 % slower: with `/`."""
+    asked, _, _ = measured
+    pipeline.Bencher.integer = integer
+    result = run({"max_iterations": 3}, kernels={0})
+    names = [c for c, _ in asked["gemm"]["candidates"]]
+    if integer > 1:
+        assert names == both_forms(ABOVE_IDENTITY[:1]) + [n + "/int" for n in ABOVE_IDENTITY[1:3]]
+        assert asked["gemm"]["prebuilt"][-3:] == [n + "/int" for n in ABOVE_IDENTITY[:3]]  # one batch
+        assert outcomes(result)["gemm"].swizzle == ABOVE_IDENTITY[2] + "/int"
+        assert b"swzc_grouped48_int_2d(blockIdx.x" in result.new and b"swzc_divide(" in result.new
+    else:
+        assert names == both_forms(ABOVE_IDENTITY[:3])
+        assert len(asked["gemm"]["prebuilt"]) == 4  # none built in the slower form
+        assert outcomes(result)["gemm"].swizzle == ABOVE_IDENTITY[2] and b"swzc_divide" not in result.new
+    (search,) = result.searches
+    assert search.history[1].note == "serpentine:64 again, dividing in integer instructions"
+    assert search.history[1].detail.startswith("measured")
 
 
 def test_the_library_defaults_try_four_candidates_and_time_thirty_rounds(measured):
     asked, _, _ = measured
     run()
-    assert len(asked["gemm"]["candidates"]) == 4 and asked["gemm"]["rounds"] == 30
+    # four, and the first in its other division form
+    assert len(asked["gemm"]["candidates"]) == 5 and asked["gemm"]["rounds"] == 30
 
 
 def test_a_requested_swizzle_is_the_only_candidate(measured):
@@ -221,14 +254,14 @@ def test_under_both_the_llm_s_proven_candidates_are_measured_after_the_family_s_
     client = ScriptedClient(["return make_uint3(block.x + 1u, block.y, 0u);", GROUPED_4])
     result = run({"max_iterations": 2, "proposer": "both", "llm": LlmProposer(client)}, kernels={0})
     names = [name for name, _ in asked["gemm"]["candidates"]]
-    assert names[:2] == ABOVE_IDENTITY[:2] and len(names) == 3 and names[2].startswith("custom:try-2#")
+    assert names[:3] == both_forms(ABOVE_IDENTITY[:2]) and len(names) == 4 and names[3].startswith("custom:try-2#")
     first_prompt = client.asked[0][1]["content"]
     assert "grouped:64 (from builtin): accepted: measured 1.200x" in first_prompt  # the family's measured results
     second_prompt = client.asked[1][1]["content"]
     assert "custom:try-1#" in second_prompt and "maps out of the grid" in second_prompt
     (search,) = result.searches
-    assert [(t.proposer, t.status) for t in search.history] == [("builtin", "accepted"), ("builtin", "accepted"),
-                                                                ("llm", "rejected"), ("llm", "accepted")]
+    assert [(t.proposer, t.status) for t in search.history] == [("builtin", "accepted")] * 3 + [
+        ("llm", "rejected"), ("llm", "accepted")]
     gemm = outcomes(result)["gemm"]
     assert gemm.status == "rewritten" and gemm.swizzle.startswith("custom:try-2#")  # the fake keeps the last accepted
     assert [t.kernel for t in result.transcripts] == ["gemm"] and len(result.transcripts[0].exchanges) == 2
@@ -247,7 +280,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
         def __init__(self, ctx, sizes, rewrite, hw, spec_file=None, rounds=30, progress=None, flags=()):
             asked["sizes"] = asked["first_sizes"] = [(s.size, s.kernel.launches[0].grid) for s in sizes]
             asked["candidates"] = []
-            self.rewrite, self.attempts, self.closed = rewrite, [], False
+            self.rewrite, self.attempts, self.closed, self.by_size = rewrite, [], False, []
             asked["bencher"] = self
 
         def prebuild(self, formulas):
@@ -283,12 +316,15 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     sizes = [size for size, _ in asked["sizes"]]
     assert len(sizes) == 4 and sizes == sorted(sizes)
     assert all(grid == (size // 32, size // 8, 1) for size, grid in asked["sizes"])  # the launch at each size
-    assert asked["candidates"] and all("@" in name for name in asked["candidates"])  # gated at their crossovers
+    # gated at their crossovers; the first in both division forms (a tie: the rest with /)
+    assert asked["candidates"][1] == asked["candidates"][0] + "/int"
+    assert asked["candidates"] and all("@" in name for name in asked["candidates"])
     gate = int(asked["candidates"][0].split("@")[1])
     tiles = [(size // 32) * (size // 8) for size in sizes]
     assert tiles[0] < gate <= tiles[-1]  # the sizes span the first candidate's gate
     assert asked["bencher"].closed
-    assert asked["prebuilt"] == asked["candidates"]  # built at once, before the first was measured
+    # built at once, before the first was measured
+    assert asked["prebuilt"] == asked["candidates"][:1] + asked["candidates"][2:] + asked["candidates"][1:2]
     (outcome,) = result.outcomes
     assert outcome.status == "rewritten" and outcome.swizzle == asked["candidates"][0]
     assert asked["calibrated"] is False  # not staged: no coalescer's share to measure
@@ -451,3 +487,36 @@ def test_no_calibration_leaves_the_model_s_defaults(measured):
     pipeline.Bencher.observations["gemm"] = Observed(spread=0.0)
     result = run({"max_iterations": 2, "calibrate": False}, kernels={0})
     assert "calibrated" not in asked["gemm"] and result.bench[0].calibration is None
+
+
+def _tried(name, status, speedup, by_size=()):
+    from swzc.search.proposers import Tried
+
+    return Tried(name, "builtin", status, "measured", parse_spec(name), None, speedup, by_size=by_size)
+
+
+@pytest.mark.parametrize("plain, integer, faster", [
+    # the bf16 WMMA GEMM on an H100: `/` slower at the first size, the integer form accepted
+    (("measured", 0.921, ((3072, 0.921),)),
+     ("accepted", 1.026, ((3072, 1.008), (4096, 1.012), (6144, 1.015), (8192, 1.026))), True),
+    # the transpose: both accepted, the integer form 0.3 % ahead at the largest size but behind over the four
+    (("accepted", 1.033, ((1536, 0.964), (4096, 1.006), (6144, 1.028), (8192, 1.033))),
+     ("accepted", 1.036, ((1536, 0.930), (4096, 0.993), (6144, 1.027), (8192, 1.036))), False),
+    # a naive GEMM: neither accepted, each stopped where it was slower; over the sizes both ran at, `/` is ahead
+    (("measured", 0.966, ((768, 0.997), (2048, 1.000), (3072, 0.966))),
+     ("measured", 0.958, ((768, 1.020), (2048, 0.958))), False),
+    (("measured", 0.966, ((768, 0.997), (2048, 1.000), (3072, 0.966))),
+     ("measured", 0.990, ((768, 1.020), (2048, 0.990))), True),
+    # behind over the sizes, but the only form that can be accepted (`/` not faster at the largest size)
+    (("measured", 1.005, ((1536, 1.000), (8192, 1.005))), ("accepted", 1.020, ((1536, 0.970), (8192, 1.020))), True),
+    # one size (a fixed grid): the speedups; a tie keeps `/`
+    (("accepted", 1.10, ()), ("accepted", 1.12, ()), True),
+    (("accepted", 1.10, ()), ("accepted", 1.10, ()), False),
+    (("accepted", 1.10, ((1, 1.10),)), ("accepted", 1.10, ((1, 1.10),)), False),
+])
+def test_the_faster_division_form_is_judged_over_the_sizes_both_forms_ran_at(plain, integer, faster):
+    from swzc.search.proposers import _faster_form
+
+    history = [_tried("grouped:8@1024", *plain), _tried("grouped:8@1024/int", *integer)]
+    assert _faster_form(parse_spec("grouped:8@1024"), history) is faster
+    assert _faster_form(parse_spec("grouped:8@1024"), history[:1]) is False  # the other form not measured yet

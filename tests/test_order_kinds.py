@@ -61,7 +61,7 @@ def test_the_ranked_parameters_come_from_the_table(monkeypatch):
 
 def test_an_unknown_kind_names_every_kind_of_the_table():
     with pytest.raises(ValueError, match=r"known: identity, colmajor, grouped:G, serpentine:G, hilbert:K, morton:K, "
-                                         r"xcd:N, xcd:N:C \(joined with '\+'; ORDER@T gates one to grids of T tiles or more\)"):
+                                         r"xcd:N, xcd:N:C \(joined with '\+'; ORDER@T gates one to grids of T tiles or more; ORDER/int divides in integer instructions\)"):
         parse_spec("spiral:4")
 
 

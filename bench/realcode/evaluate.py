@@ -732,7 +732,7 @@ def raises_dram(kernel: dict) -> bool:
     if kernel.get("status") != "rewritten" or not kernel.get("swizzle"):
         return False
     dram = {c["name"]: c.get("predicted_dram_bytes") for c in kernel.get("candidates") or []}
-    chosen, own = dram.get(str(kernel["swizzle"]).split("@")[0]), dram.get("identity")
+    chosen, own = dram.get(str(kernel["swizzle"]).split("@")[0].removesuffix("/int")), dram.get("identity")
     return chosen is not None and own is not None and chosen > own
 
 

@@ -11,8 +11,9 @@ that way), then:
 1. the sweep (swzc.model.sweep): the sizes, each order's predicted crossover, the gated choice;
 2. the acceptance loop, `swzc rewrite --bench` as a user runs it (the wall time is recorded): the accepted
    order and its measured speedup at each size it measured;
-3. the oracle: the chosen order ungated, the model's best three at the largest size and three orders of the
-   family, each measured at every size of the sweep (or the loop's sizes) on the same harness.
+3. the oracle: the chosen order ungated, the model's best three at the largest size (these four in both division
+   forms, ``/`` and ``/int``) and three orders of the family, each measured at every size of the sweep (or the
+   loop's sizes) on the same harness.
 
 From these: whether the accepted rewrite is slower than the original beyond the noise at any size; its gain
 at the largest size against the best order's there; the predicted crossover of the accepted order against
@@ -137,6 +138,8 @@ def measure(path: Path, hw, args) -> dict:
     if sweep.chosen is not None:
         orders.append(sweep.chosen.ungated)
     orders += [p.formula for p in ranking.predictions[:3] if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
+    # the model's orders in both division forms too (swzc.formulas.divide): the best built-in is the best of either
+    orders += [o.divided(True) for o in orders if o.divides(kernel.adapter)]
     orders += [parse_spec(f) for f in FAMILY]
     orders = list(dict.fromkeys(orders))
     at = [Size(size, kernel_at(ctx, kernel, sweep.bindings(size))) for size in sizes]
@@ -180,7 +183,12 @@ def verdicts(record: dict, hw) -> dict:
     loop = record.get("loop", {})
     accepted = loop.get("swizzle") if loop.get("status") == "rewritten" else None
     mine = [r for r in loop.get("by_size", []) if r["candidate"] == accepted]
-    plain = accepted.split("@")[0] if accepted else record.get("chosen", "") and record["chosen"].split("@")[0]
+    # the accepted order ungated, in its division form; where the oracle did not run it (the loop ranks again after
+    # calibrating), the sweep's chosen order in that form
+    form = parse_spec(accepted) if accepted else None
+    plain = form.gated(0).name if form is not None else ""
+    if plain not in {r["candidate"] for r in rows} and record.get("chosen"):
+        plain = parse_spec(record["chosen"]).gated(0).divided(form is not None and form.integer).name
     found = measured_crossover(rows, plain) if plain else None
     gain = next((r["speedup"] for r in mine if r["size"] == max(x["size"] for x in mine)), None) if mine else None
     return {
@@ -190,6 +198,7 @@ def verdicts(record: dict, hw) -> dict:
         "best_at_largest": best and {"candidate": best["candidate"], "speedup": best["speedup"], "size": largest},
         "share_of_best_gain": (None if not (gain and best and best["speedup"] > 1) else round((gain - 1) / (best["speedup"] - 1), 3)),
         "predicted_crossover": record.get("predicted_crossover"),
+        "crossover_of": plain or None,
         "measured_crossover": found,
         "crossover_ratio": (None if not (found and record.get("predicted_crossover"))
                             else round(max(found, record["predicted_crossover"]) / min(found, record["predicted_crossover"]), 2)),

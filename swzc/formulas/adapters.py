@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from swzc.formulas import divide
+
 
 class Adapter(StrEnum):
     TWO_D = "2d"
@@ -30,20 +32,19 @@ class Adapter(StrEnum):
         """The device function's parameters: the hardware block index, the grid, and the 1d decode's divisor."""
         return _PARAMETERS[self]
 
-    @property
-    def head(self) -> str:
+    def head(self, integer: bool = False) -> str:
         """A built-in order's opening lines: ``m``, ``n`` and ``p`` from the hardware index (a grid that is not
-        an m x n tiling keeps the hardware order)."""
-        return _HEAD[self]
+        an m x n tiling keeps the hardware order), in one division form (swzc.formulas.divide)."""
+        return divide.spelled(_HEAD[self], integer)
 
-    @property
-    def tail(self) -> str:
-        """A built-in order's closing line: the block at dispatch id ``p``."""
-        return _TAIL[self]
+    def tail(self, integer: bool = False) -> str:
+        """A built-in order's closing line: the block at dispatch id ``p``, in one division form."""
+        return divide.spelled(_TAIL[self], integer)
 
     def custom_body(self, fn: str) -> str:
-        """The body of the device function that runs an order given as a body (`fn`) over this adapter."""
-        return _CUSTOM[self].format(fn=fn)
+        """The body of the device function that runs an order given as a body (`fn`) over this adapter (divided
+        with ``/``: an order given as a body has one form)."""
+        return divide.spelled(_CUSTOM[self], False).format(fn=fn)
 
     def kernel_call(self, function: str, hip: bool, divisor: str | None = None) -> str:
         """The call a kernel makes, in its own spelling of the block index; `divisor` is the 1d decode's
@@ -77,17 +78,17 @@ _PARAMETERS = {
 
 _PAST_32_BITS = ("  if ((unsigned long long)gx * gy > 0xffffffffull) return make_uint3(bx, by, bz);"
                  "  // ids past 32 bits: keep the hardware order\n")
-_NOT_A_TILING = ("  if (n == 0u || gx % n != 0u) return make_uint3(bx, by, bz);"
+_NOT_A_TILING = ("  if (n == 0u || MOD(gx, n) != 0u) return make_uint3(bx, by, bz);"
                  "  // not an m x n tiling: keep the hardware order\n")
 
 _HEAD = {
     Adapter.TWO_D: _PAST_32_BITS + "  const unsigned m = gy, n = gx;\n  unsigned p = by * n + bx;\n",
-    Adapter.ONE_D: _NOT_A_TILING + "  const unsigned m = gx / n;\n  unsigned p = bx;\n",
+    Adapter.ONE_D: _NOT_A_TILING + "  const unsigned m = DIV(gx, n);\n  unsigned p = bx;\n",
     Adapter.LINEAR: "  const unsigned m = 1u, n = gx;\n  unsigned p = bx;\n",
 }
 
 _TAIL = {
-    Adapter.TWO_D: "  return make_uint3(p % n, p / n, bz);\n",
+    Adapter.TWO_D: "  return make_uint3(MOD(p, n), DIV(p, n), bz);\n",
     Adapter.ONE_D: "  return make_uint3(p, by, bz);\n",
     Adapter.LINEAR: "  return make_uint3(p, by, bz);\n",
 }
@@ -103,7 +104,7 @@ _CUSTOM = {
     ),
     Adapter.ONE_D: (
         _NOT_A_TILING
-        + "  const uint3 t = {fn}(make_uint3(bx % n, bx / n, 0u), make_uint3(n, gx / n, 1u));\n"
+        + "  const uint3 t = {fn}(make_uint3(MOD(bx, n), DIV(bx, n), 0u), make_uint3(n, DIV(gx, n), 1u));\n"
         "  const unsigned long long id = (unsigned long long)t.y * n + t.x;\n"
         "  return make_uint3(t.x < n && id < gx ? (unsigned)id : gx, by, bz);  // outside the tiling: out of range\n"
     ),

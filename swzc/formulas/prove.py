@@ -29,6 +29,7 @@ from swzc.core import cache
 from swzc.core import processes
 from swzc.core.errors import ExitCode, SwzcError
 from swzc.formulas.adapters import Adapter
+from swzc.formulas.divide import HOST_INTRINSICS
 from swzc.formulas.swizzles import CustomSwizzle, SwizzleSpec, cxx_library
 
 # A grid is (gx, gy, gz) and, for the 1d adapter, the decode divisor n (0 otherwise).
@@ -45,7 +46,7 @@ _HOST_PRELUDE = """\
 #define __forceinline__ inline
 struct uint3 { unsigned x, y, z; };
 static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { uint3 r = {x, y, z}; return r; }
-"""
+""" + HOST_INTRINSICS
 
 _HOST_MAIN = """\
 static uint3 apply(int which, unsigned bx, unsigned by, unsigned bz, unsigned gx, unsigned gy, unsigned n) {

@@ -6,13 +6,17 @@ help text read it from this table.
 
 Every step is a permutation of the linear dispatch id ``p`` over an ``m x n`` tile grid (row-major:
 ``p = row * n + col``), written as ``swzc_<kind>(p, m, n, param)``; a chunked step (``xcd:N:C``) calls
-``swzc_<kind>_chunked(p, m, n, param, chunk)``.
+``swzc_<kind>_chunked(p, m, n, param, chunk)``.  A division by a run-time value is marked ``DIV(a, d)``, a
+remainder ``MOD(a, d)``: each definition is written in either division form (swzc.formulas.divide), the integer
+one named ``swzc_<kind>_int``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from swzc.formulas import divide
 
 MAX_PARAM = 1 << 16  # every parameter is from 1 to this
 MAX_PANEL = 1024  # a panel side is a power of two from 2 to this
@@ -61,11 +65,10 @@ class StepKind:
 # hilbert:K and morton:K share their panels (bands of K rows cut into K x K panels, a ragged edge panel
 # walked row by row) and differ in the walk of a full panel: these are the shared opening and closing lines.
 _PANEL_START = """\
-  const unsigned long long band = (unsigned long long)k * n;  // ids in a full band of k rows
-  const unsigned row0 = (unsigned)(p / band) * k;
+  const unsigned row0 = DIV(p, n) / k * k;  // the first of the k rows of p's band
   const unsigned h = m - row0 < k ? m - row0 : k;  // rows in this band
-  const unsigned q = (unsigned)(p % band);
-  const unsigned col0 = q / (h * k) * k;  // the panels before this one are h x k each
+  const unsigned q = p - row0 * n;  // p's place in its band
+  const unsigned col0 = DIV(q, (h * k)) * k;  // the panels before this one are h x k each
   const unsigned w = n - col0 < k ? n - col0 : k;  // columns in this panel
   const unsigned r = q - col0 * h;
   unsigned x = 0u, y = 0u;
@@ -74,8 +77,8 @@ _PANEL_START = """\
 """
 _PANEL_END = """\
   } else {
-    y = r / w;
-    x = r % w;
+    y = DIV(r, w);
+    x = MOD(r, w);
   }
   return (row0 + y) * n + col0 + x;
 }
@@ -85,7 +88,7 @@ _PANEL_END = """\
 _COLMAJOR = """\
 // colmajor: the tile grid walked down its columns instead of along its rows.
 static __device__ __forceinline__ unsigned swzc_colmajor(unsigned p, unsigned m, unsigned n, unsigned) {
-  return (p % m) * n + p / m;
+  return (MOD(p, m)) * n + DIV(p, m);
 }
 """
 
@@ -94,10 +97,10 @@ _GROUPED = """\
 static __device__ __forceinline__ unsigned swzc_grouped(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned first_row = p / per_group * g;
+  const unsigned first_row = DIV(p, per_group) * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
-  const unsigned k = p % per_group;
-  return (first_row + k % rows) * n + k / rows;
+  const unsigned k = MOD(p, per_group);
+  return (first_row + MOD(k, rows)) * n + DIV(k, rows);
 }
 """
 
@@ -107,12 +110,12 @@ _SERPENTINE = """\
 static __device__ __forceinline__ unsigned swzc_serpentine(unsigned p, unsigned m, unsigned n, unsigned g) {
   g = g < m ? g : m;  // a group taller than the grid is the whole grid; keeps g * n within m * n
   const unsigned per_group = g * n;
-  const unsigned group = p / per_group;
+  const unsigned group = DIV(p, per_group);
   const unsigned first_row = group * g;
   const unsigned rows = m - first_row < g ? m - first_row : g;  // the last group may be shorter
-  const unsigned k = p % per_group;
-  const unsigned col = k / rows;
-  return (first_row + k % rows) * n + (group % 2u == 0u ? col : n - 1u - col);
+  const unsigned k = MOD(p, per_group);
+  const unsigned col = DIV(k, rows);
+  return (first_row + MOD(k, rows)) * n + (group % 2u == 0u ? col : n - 1u - col);
 }
 """
 
@@ -191,16 +194,23 @@ KINDS = MappingProxyType({kind.name: kind for kind in (
 )})
 
 
-def definitions() -> dict[str, str]:
-    """Every C++ definition by its key: a kind's name, and ``<name>_chunked`` for its chunked form."""
-    out = {}
+def definitions(integer: bool = False) -> dict[str, str]:
+    """Every C++ definition by its key, in one division form: a kind's name, and ``<name>_chunked`` for its
+    chunked form; the integer form's functions are named ``swzc_<key>_int`` (`function`)."""
+    marked = {}
     for kind in KINDS.values():
-        out[kind.name] = kind.cxx
+        marked[kind.name] = kind.cxx
         if kind.chunked_cxx is not None:
-            out[kind.chunked] = kind.chunked_cxx
-    return out
+            marked[kind.chunked] = kind.chunked_cxx
+    return {key: divide.spelled(text, integer).replace(f" swzc_{key}(", f" {function(key, integer)}(", 1)
+            for key, text in marked.items()}
+
+
+def function(key: str, integer: bool = False) -> str:
+    """The name of a definition's function in one division form."""
+    return f"swzc_{key}" + (divide.SUFFIX if integer else "")
 
 
 def known() -> str:
     """The orders a spec may name, as help text and error messages list them."""
-    return "identity, " + ", ".join(kind.written for kind in KINDS.values()) + " (joined with '+'; ORDER@T gates one to grids of T tiles or more)"
+    return "identity, " + ", ".join(kind.written for kind in KINDS.values()) + " (joined with '+'; ORDER@T gates one to grids of T tiles or more; ORDER/int divides in integer instructions)"

@@ -502,14 +502,24 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
             continue
 
         def measure(formula: Formula, predicted: float | None, position: str) -> Tried:
+            if isinstance(formula, SwizzleSpec) and formula.integer and planned and formula.divided(False) != planned[0]:
+                # the first candidate measured faster dividing in integer instructions: so are the rest of the plan
+                # measured, and built in one batch
+                try:
+                    bencher.prebuild(list(dict.fromkeys(f.divided(True) for f in planned if isinstance(f, SwizzleSpec))))
+                except SwzcError:
+                    pass  # each is then built as it is measured
             a = bencher.measure(formula, predicted, position)
             status = "accepted" if a.accepted else "measured" if a.speedup is not None else "rejected"
             profiled = (f", {a.l2_hit_rate:.1f} % L2 hits" if a.l2_hit_rate is not None else "") + (
                 f", {a.dram_read_bytes / 1e6:,.0f} MB read from DRAM" if a.dram_read_bytes is not None else "")
             detail = a.reason if a.speedup is None else f"measured {a.speedup:.3f}x{profiled}: {a.reason}"
-            return Tried(formula.name, "", status, detail, formula, predicted, a.speedup)
+            sizes = tuple((x.size, x.speedup) for x in bencher.by_size if x.candidate == formula.name
+                          and x.size is not None and x.speedup is not None)
+            return Tried(formula.name, "", status, detail, formula, predicted, a.speedup, by_size=sizes)
 
         calibration: Calibration | None = None
+        planned: list[Formula] = []
         try:
             try:
                 planned = _planned(task, proposers, options.max_iterations)  # what is known to be tried, built at once
@@ -574,11 +584,13 @@ def _calibrated(ctx: FileContext, kernel: KernelInfo, ranking: Ranking, bencher:
 
 
 def _planned(task: KernelTask, proposers: list[Proposer], iterations: int) -> list[Formula]:
-    """The candidates a loop will measure that are known before it starts: the built-in ones, a forced order."""
+    """The candidates a loop will measure that are known before it starts: the built-in ones (the first in both
+    division forms), a forced order."""
     planned: list[Formula] = []
     for proposer in proposers:
         if isinstance(proposer, BuiltinProposer):
-            planned += [formula for formula, _ in proposer.candidates(task)][:iterations]
+            found = [formula for formula, _ in proposer.candidates(task)][:iterations]
+            planned += found + [found[0].divided(True)] if found and found[0].divides(task.adapter) else found
         elif isinstance(proposer, Forced):
             planned.append(proposer.formula)
     return planned

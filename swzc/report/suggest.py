@@ -134,9 +134,10 @@ def suggestions_of(path: str, outcomes: tuple[KernelOutcome, ...], settings: Set
     if not rewritten:
         return ()
     apply = _apply_command(path, outcomes, settings)
-    # a gated order's figures are its own, ungated, at the largest size ranked (as identity's are)
+    # a gated order's figures are its own, ungated, at the largest size ranked (as identity's are); an order's
+    # division form (/int) moves no block: the model ranked it as its / form
     return tuple(Suggestion(o.name, o.line, str(o.swizzle), _predicted(o.candidates, "identity"),
-                            _predicted(o.candidates, str(o.swizzle).partition("@")[0]), o.chosen_by, apply,
+                            _predicted(o.candidates, str(o.swizzle).partition("@")[0].removesuffix("/int")), o.chosen_by, apply,
                             "; ".join(filter(None, (_swept(o), _launched_from(o.name, settings)))))
                  for o in rewritten)
 

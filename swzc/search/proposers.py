@@ -14,8 +14,9 @@ Nothing is accepted on a proposer's word.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from swzc.analysis.records import FileAnalysis, KernelInfo, Shape
@@ -70,6 +71,8 @@ class Proposed:
     note: str = ""  # what the proposer expects of it
     rejection: str = ""  # set when formula is None
     label: str = ""  # the name it was given, when there is no formula
+    # an order tried before, in its other division form (swzc.formulas.divide): not counted among the iterations
+    variant: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Tried:
     predicted: float | None = None  # the L2 model's hit rate, %
     speedup: float | None = None  # measured, original time / candidate time
     note: str = ""
+    by_size: tuple[tuple[int, float], ...] = ()  # measured at several sizes: (size, speedup) at each it ran at
 
     @property
     def judged(self) -> bool:
@@ -101,7 +105,12 @@ class BuiltinProposer:
     """The built-in family: the L2 model's candidates above identity, in the order a GPU should time them
     (swzc.model.rank.Ranking.to_measure: the best, then other kinds the model rates as ties); where it sees no gain, the
     transposed raster (only when a GPU measures it: the model is blind to write locality); where it cannot
-    rank, an even spread of the family (only when measured: nothing is chosen blind)."""
+    rank, an even spread of the family (only when measured: nothing is chosen blind).
+
+    With a GPU, the first candidate is measured in both division forms (``/``, then ``/int``: swzc.formulas.divide),
+    which put every block in the same place but make different code of the kernel around them; the other
+    candidates are measured in the form that was faster (`_faster_form`).  Offline every candidate divides with
+    ``/``."""
 
     name = "builtin"
 
@@ -127,10 +136,38 @@ class BuiltinProposer:
 
     def propose(self, task: KernelTask, history: Sequence[Tried]) -> Proposed | None:
         done = {t.name for t in history}
-        for spec, _ in self.candidates(task):
-            if spec.name not in done:
-                return Proposed(self.name, spec)
+        specs = [spec for spec, _ in self.candidates(task)]
+        if not specs:
+            return None
+        first, integer = specs[0], specs[0].divided(True)
+        if task.measured and first.divides(task.adapter) and integer.name not in done and any(
+                t.name == first.name and t.speedup is not None for t in history):
+            return Proposed(self.name, integer, f"{first.name} again, dividing in integer instructions", variant=True)
+        form = _faster_form(first, history)
+        for spec in specs:
+            if spec.divided(form).name not in done:
+                return Proposed(self.name, spec.divided(form))
         return None
+
+
+def _faster_form(spec: SwizzleSpec, history: Sequence[Tried]) -> bool:
+    """Whether the integer division form of `spec` measured faster than its `/` form: accepted where the other was
+    not; else faster over the sizes both ran at (the geometric mean of the ratio of their speedups above 1: a loop
+    over several sizes stops a candidate at the first size it is slower at), or at the one size measured.  False
+    where either was not measured, and on a tie."""
+    def measured(name: str) -> Tried | None:
+        return next((t for t in history if t.name == name and t.speedup is not None), None)
+
+    plain, integer = measured(spec.name), measured(spec.divided(True).name)
+    if plain is None or integer is None:
+        return False
+    if (plain.status == "accepted") != (integer.status == "accepted"):
+        return integer.status == "accepted"
+    mine, theirs = dict(integer.by_size), dict(plain.by_size)
+    common = sorted(mine.keys() & theirs.keys())
+    if not common:
+        return (integer.speedup or 0.0) > (plain.speedup or 0.0)
+    return math.fsum(math.log(mine[s] / theirs[s]) for s in common) > 0.0
 
 
 class Forced:
@@ -184,6 +221,8 @@ def _prediction(task: KernelTask, formula: Formula) -> Prediction | str:
     if not isinstance(ranking, Ranking):
         return f"proven; the L2 model cannot rank this kernel ({ranking or 'no ranking'})"
     gated = isinstance(formula, SwizzleSpec) and formula.gate
+    if isinstance(formula, SwizzleSpec):
+        formula = formula.divided(False)  # the model sees where blocks go, not how their place is computed
     known = next((p for p in ranking.predictions if p.formula == (formula.ungated if gated else formula)), None)  # type: ignore[union-attr]
     if known is None and gated:
         return f"proven; the L2 model did not rank {formula.name} over the sizes swept"
@@ -223,15 +262,19 @@ def search(task: KernelTask, proposers: Sequence[Proposer], iterations: int, mea
     when a GPU is at hand.  Every proposer sees everything tried before it, by itself or by the others."""
     history = [] if history is None else history
     for proposer in proposers:
-        for step in range(iterations):
+        step, spared = 0, False
+        while step < iterations:
             proposed = proposer.propose(task, history)
             if proposed is None:
                 break
+            if proposed.variant and not spared:
+                spared = True  # one order in its other division form, beside its first: not counted
+            else:
+                step += 1
             tried = vet(task, proposed)
             if tried.judged and measure is not None:
                 assert tried.formula is not None
-                tried = measure(tried.formula, tried.predicted, f"{step + 1}/{iterations}")
-                tried = Tried(tried.name, proposed.proposer, tried.status, tried.detail, tried.formula, tried.predicted,
-                              tried.speedup, proposed.note)
+                tried = measure(tried.formula, tried.predicted, f"{step}/{iterations}")
+                tried = replace(tried, proposer=proposed.proposer, note=proposed.note)
             history.append(tried)
     return history
