@@ -464,7 +464,7 @@ def verbosity() -> tuple[int, bool]:
                    "share of reads the L2 merges). NVIDIA only.")
 @click.option("--max-iterations", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Candidates each proposer offers per kernel: the benchmark's tries of the family, best predicted "
-                   "first, and the LLM's requests.")
+                   "first (the first also in its other division form, ORDER/int, not counted), and the LLM's requests.")
 @llm_options
 @click.option("--launch-spec", metavar="FILE", help="TOML giving buffer sizes, scalars or the launch the file leaves open.")
 @click.option("--report", "report", metavar="PREFIX", help="With the benchmark: write PREFIX.json and PREFIX.md, every attempt.")
