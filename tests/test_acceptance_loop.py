@@ -143,9 +143,13 @@ def test_each_kernel_gets_at_most_max_iterations_tries(measured):
 
 
 @pytest.mark.parametrize("integer", [1.05, 0.95])
-def test_the_first_candidate_is_measured_in_both_division_forms_and_the_rest_in_the_faster(measured, integer):
+def test_the_first_candidate_is_measured_in_both_division_forms_and_the_rest_in_the_faster(measured, integer, monkeypatch):
     """The integer form 5 % faster: the other candidates are measured (and built, in one batch) dividing in
-    integer instructions, and the rewrite calls the integer form's functions; 5 % slower: with `/`."""
+    integer instructions, and the rewrite calls the integer form's functions; 5 % slower: with `/`.  The model's
+    prediction for an integer form is its `/` form's, from the ranking (not ranked again)."""
+    from swzc.search import proposers
+
+    monkeypatch.setattr(proposers, "rank", lambda *args, **kwargs: pytest.fail("an order ranked again"))
     asked, _, _ = measured
     pipeline.Bencher.integer = integer
     result = run({"max_iterations": 3}, kernels={0})
@@ -160,6 +164,7 @@ def test_the_first_candidate_is_measured_in_both_division_forms_and_the_rest_in_
         assert len(asked["gemm"]["prebuilt"]) == 4  # none built in the slower form
         assert outcomes(result)["gemm"].swizzle == ABOVE_IDENTITY[2] and b"swzc_divide" not in result.new
     (search,) = result.searches
+    assert search.history[1].predicted == search.history[0].predicted is not None
     assert search.history[1].note == "serpentine:64 again, dividing in integer instructions"
     assert search.history[1].detail.startswith("measured")
 
@@ -295,6 +300,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
 
         def measure(self, formula, predicted, position=""):
             asked["candidates"].append(formula.name)
+            asked.setdefault("predicted", []).append(predicted)
             asked.setdefault("text", self.rewrite(formula))
             attempt = Attempt(formula.name, predicted, True, True, 1.2, 1.1, 0.01, 1.0, 0.8, None, None, "measured", 0.1,
                               "accepted", formula)
@@ -318,6 +324,7 @@ def test_a_kernel_sized_at_run_time_is_measured_at_several_sizes_with_gated_orde
     assert all(grid == (size // 32, size // 8, 1) for size, grid in asked["sizes"])  # the launch at each size
     # gated at their crossovers; the first in both division forms (a tie: the rest with /)
     assert asked["candidates"][1] == asked["candidates"][0] + "/int"
+    assert asked["predicted"][0] is not None and asked["predicted"][1] == asked["predicted"][0]  # the model's, for both
     assert asked["candidates"] and all("@" in name for name in asked["candidates"])
     gate = int(asked["candidates"][0].split("@")[1])
     tiles = [(size // 32) * (size // 8) for size in sizes]
