@@ -131,9 +131,11 @@ def test_the_two_forms_are_two_spellings_of_one_text():
     assert parse_spec("grouped:8@1024/int").name == "grouped:8@1024/int"
     assert parse_spec("grouped:8@1024/int").ungated == parse_spec("grouped:8")
     assert parse_spec("grouped:8/int").gated(1024) == parse_spec("grouped:8@1024/int")
-    for bad in ("identity/int", "grouped:8/int/int", "grouped:8/float", "grouped:8/"):
+    for bad in ("identity/int", "grouped:8/int/int", "grouped:8/float", "grouped:8/", "/int"):
         with pytest.raises(ValueError):
             parse_spec(bad)
+    with pytest.raises(ValueError, match="/int comes last, after any gate"):
+        parse_spec("grouped:8/int@1024")
 
 
 @pytest.mark.parametrize("spec", ["grouped:8", "serpentine:3@12", "hilbert:4", "morton:2", "colmajor", "xcd:8+grouped:4"])

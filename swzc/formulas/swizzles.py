@@ -137,7 +137,8 @@ def parse_spec(text: str) -> SwizzleSpec:
     chain, slash, form = text.rpartition("/")
     if slash:
         if form.strip() != "int":
-            raise ValueError(f"{text}: after / comes int (the integer division), as in grouped:8/int")
+            last = ": /int comes last, after any gate (grouped:8@1024/int)" if form.strip().startswith("int@") else ""
+            raise ValueError(f"{text}: after / comes int (the integer division), as in grouped:8/int{last}")
         spec = parse_spec(chain)
         if spec.is_identity or spec.integer:
             raise ValueError(f"{text}: only an order of steps takes /int")
