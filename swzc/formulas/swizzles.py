@@ -197,7 +197,7 @@ def cxx_definitions(uses: list[tuple[Formula, str]]) -> list[str]:
     formulas = sorted({(step.formula, spec.integer) for spec, _ in uses if isinstance(spec, SwizzleSpec) for step in spec.steps})
     customs = sorted({spec for spec, _ in uses if isinstance(spec, CustomSwizzle)}, key=lambda c: c.key)
     adapters = sorted(set(uses), key=lambda use: use[0].function_name(use[1]))
-    cxx = {integer: table.definitions(integer) for integer in (False, True)}
+    cxx = {integer: table.definitions(integer) for integer in {integer for _, integer in formulas}}  # the forms used
     out = ([cxx[integer][formula] for formula, integer in formulas] + ([MIN_MAX_CXX] if customs else [])
            + [c.definition() for c in customs] + [spec.adapter_cxx(adapter) for spec, adapter in adapters])
     # the integer division the integer forms call, first; a custom body cannot call it (its names are checked)

@@ -590,7 +590,9 @@ def _planned(task: KernelTask, proposers: list[Proposer], iterations: int) -> li
     for proposer in proposers:
         if isinstance(proposer, BuiltinProposer):
             found = [formula for formula, _ in proposer.candidates(task)][:iterations]
-            planned += found + [found[0].divided(True)] if found and found[0].divides(task.adapter) else found
+            planned += found
+            if found and found[0].divides(task.adapter):
+                planned.append(found[0].divided(True))
         elif isinstance(proposer, Forced):
             planned.append(proposer.formula)
     return planned
