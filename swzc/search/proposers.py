@@ -141,7 +141,7 @@ class BuiltinProposer:
             return None
         first, integer = specs[0], specs[0].divided(True)
         if task.measured and first.divides(task.adapter) and integer.name not in done and any(
-                t.name == first.name and t.speedup is not None for t in history):
+                t.formula == first and t.speedup is not None for t in history):
             return Proposed(self.name, integer, f"{first.name} again, dividing in integer instructions", variant=True)
         form = _faster_form(first, history)
         for spec in specs:
@@ -155,10 +155,10 @@ def _faster_form(spec: SwizzleSpec, history: Sequence[Tried]) -> bool:
     not; else faster over the sizes both ran at (the geometric mean of the ratio of their speedups above 1: a loop
     over several sizes stops a candidate at the first size it is slower at), or at the one size measured.  False
     where either was not measured, and on a tie."""
-    def measured(name: str) -> Tried | None:
-        return next((t for t in history if t.name == name and t.speedup is not None), None)
+    def measured(formula: SwizzleSpec) -> Tried | None:
+        return next((t for t in history if t.formula == formula and t.speedup is not None), None)
 
-    plain, integer = measured(spec.name), measured(spec.divided(True).name)
+    plain, integer = measured(spec.divided(False)), measured(spec.divided(True))
     if plain is None or integer is None:
         return False
     if (plain.status == "accepted") != (integer.status == "accepted"):
