@@ -84,7 +84,8 @@ def measured(monkeypatch):
             mine["candidates"].append((formula.name, predicted))
             mine["text"] = self.rewrite(formula)
             faster = self.kernel.name not in slower
-            speedup = (1.2 if faster else 0.9) * (Bencher.integer if getattr(formula, "integer", False) else 1.0)
+            plain = Bencher.speedups.get(formula.divided(False).name, 1.2) if hasattr(formula, "divided") else 1.2
+            speedup = (plain if faster else 0.9) * (Bencher.integer if getattr(formula, "integer", False) else 1.0)
             attempt = Attempt(formula.name, predicted, True, faster, speedup, 1.1 if faster else 0.8, 0.01,
                               1.0, 0.8, None, None, "measured", 0.1, "accepted" if faster else "not faster", formula)
             self.attempts.append(attempt)
@@ -101,6 +102,7 @@ def measured(monkeypatch):
 
     Bencher.observations = {}  # kernel name: what its original's instrumented run measured (nothing, unless given)
     Bencher.integer = 1.0
+    Bencher.speedups = {}  # an order's `/` form: its speedup, where it is not 1.2
     monkeypatch.setattr(pipeline, "Bencher", Bencher)
     return asked, failing, slower
 
@@ -167,6 +169,22 @@ def test_the_first_candidate_is_measured_in_both_division_forms_and_the_rest_in_
     assert search.history[1].predicted == search.history[0].predicted is not None
     assert search.history[1].note == "serpentine:64 again, dividing in integer instructions"
     assert search.history[1].detail.startswith("measured")
+
+
+def test_after_two_orders_of_a_kind_the_loop_searches_along_its_parameter(measured):
+    """grouped:48 faster than grouped:64: the next grouped order below 48 comes before the ranking's next
+    (serpentine:32); it was not in the plan built at once, so it is built when it is measured."""
+    asked, _, _ = measured
+    pipeline.Bencher.speedups = {"grouped:64": 1.21, "grouped:48": 1.22}
+    result = run({"max_iterations": 4}, kernels={0})
+    assert [c for c, _ in asked["gemm"]["candidates"]] == both_forms(["serpentine:64", "grouped:64", "grouped:48", "grouped:32"])
+    assert "grouped:32" not in asked["gemm"]["prebuilt"]
+    (search,) = result.searches
+    assert search.history[-1].note == "the next parameter of the fastest order's kind, past the slower one"
+    # equal times set no direction: the ranking's order
+    pipeline.Bencher.speedups = {"grouped:64": 1.22, "grouped:48": 1.22}
+    run({"max_iterations": 4}, kernels={0})
+    assert [c for c, _ in asked["gemm"]["candidates"]] == both_forms(ABOVE_IDENTITY[:4])
 
 
 def test_the_library_defaults_try_four_candidates_and_time_thirty_rounds(measured):
@@ -527,3 +545,48 @@ def test_the_faster_division_form_is_judged_over_the_sizes_both_forms_ran_at(pla
     history = [_tried("grouped:8@1024", *plain), _tried("grouped:8@1024/int", *integer)]
     assert _faster_form(parse_spec("grouped:8@1024"), history) is faster
     assert _faster_form(parse_spec("grouped:8@1024"), history[:1]) is False  # the other form not measured yet
+
+
+BF16 = ["serpentine:16@1024", "grouped:16@1024", "grouped:12@2304", "serpentine:8@2304", "grouped:8@1024", "grouped:6@8192",
+        "colmajor", "grouped:24@8192", "grouped:32@8192"]
+
+
+@pytest.mark.parametrize("measured_so_far, expected", [
+    # the bf16 WMMA GEMM on an H100: the integer form won, grouped:16 then grouped:12 faster: on to grouped:8
+    ([("serpentine:16@1024", "measured", 0.918), ("serpentine:16@1024/int", "accepted", 1.025),
+      ("grouped:16@1024/int", "accepted", 1.031), ("grouped:12@2304/int", "accepted", 1.034)], "grouped:8@1024/int"),
+    # and on, while it gets faster
+    ([("serpentine:16@1024/int", "accepted", 1.025), ("grouped:16@1024/int", "accepted", 1.031),
+      ("grouped:12@2304/int", "accepted", 1.034), ("grouped:8@1024/int", "accepted", 1.039)], "grouped:6@8192/int"),
+    # grouped:8 slower than grouped:12: slower on both sides, the ranking's next
+    ([("serpentine:16@1024/int", "accepted", 1.025), ("grouped:16@1024/int", "accepted", 1.031),
+      ("grouped:12@2304/int", "accepted", 1.034), ("grouped:8@1024/int", "accepted", 1.030)], "serpentine:8@2304/int"),
+    ([("grouped:8@1024", "accepted", 1.03), ("grouped:16@1024", "accepted", 1.04), ("grouped:32@8192", "accepted", 1.02)],
+     "grouped:12@2304"),
+    # upwards, where the larger parameter was faster
+    ([("grouped:12@2304", "accepted", 1.03), ("grouped:16@1024", "accepted", 1.04)], "grouped:24@8192"),
+    # no candidate of the kind beyond the fastest (serpentine:4 is not one): the ranking's next
+    ([("serpentine:8@2304", "accepted", 1.05), ("serpentine:16@1024", "accepted", 1.02)], "grouped:16@1024"),
+    ([("grouped:8@1024", "accepted", 1.03), ("grouped:6@8192", "accepted", 1.04)], "grouped:16@1024"),
+    # one order of the kind, or none slower: no direction
+    ([("grouped:12@2304", "accepted", 1.04), ("serpentine:8@2304", "accepted", 1.03)], "grouped:16@1024"),
+    ([("grouped:12@2304", "accepted", 1.04), ("grouped:16@1024", "accepted", 1.04)], "serpentine:8@2304"),
+    # the fastest is not accepted: nothing to search around
+    ([("grouped:12@2304", "measured", 1.04), ("grouped:16@1024", "measured", 1.02)], "serpentine:8@2304"),
+    # the other form's measurements set no direction for this one
+    ([("grouped:12@2304/int", "accepted", 1.04), ("grouped:16@1024/int", "accepted", 1.02), ("grouped:16@1024", "accepted", 1.0)],
+     "grouped:12@2304"),
+])
+def test_the_built_in_proposer_steps_along_the_parameter_away_from_the_slower_order(measured_so_far, expected, monkeypatch):
+    from types import SimpleNamespace
+
+    from swzc.search.proposers import BuiltinProposer
+
+    proposer = BuiltinProposer()
+    monkeypatch.setattr(proposer, "candidates", lambda task: [(parse_spec(n), None) for n in BF16])
+    history = [_tried(name, status, speedup) for name, status, speedup in measured_so_far]
+    for form in (BF16[0], BF16[0] + "/int"):  # the first candidate, measured in both forms first (0.9x where not given)
+        if all(t.name != form for t in history):
+            history.insert(0, _tried(form, "measured", 0.9))
+    got = proposer.propose(SimpleNamespace(measured=True, adapter="2d"), history)
+    assert got.formula.name == expected

@@ -2,7 +2,8 @@
 """Kernels sized at run time, measured at several sizes: what the sweep predicts, what the acceptance loop
 accepts, and every order measured at every size swept (the oracle).
 
-    python3 bench/sizes/run_sizes.py --out DIR [--kernels a,b] [--rounds 10] [--hw h100] [--oracle-sizes all|loop]
+    python3 bench/sizes/run_sizes.py --out DIR [--kernels a,b] [--rounds 10] [--hw h100] [--oracle-sizes all|loop|none]
+                                     [--family-at-largest]
 
 For each kernel below, a runtime-sized variant is written to DIR/src (the suite's programs with their size
 `#define`s turned into variables that `main` reads from argv; bench/sizes/kernels holds programs written
@@ -11,12 +12,14 @@ that way), then:
 1. the sweep (swzc.model.sweep): the sizes, each order's predicted crossover, the gated choice;
 2. the acceptance loop, `swzc rewrite --bench` as a user runs it (the wall time is recorded): the accepted
    order and its measured speedup at each size it measured;
-3. the oracle: the chosen order ungated, the model's best three at the largest size (these four in both division
-   forms, ``/`` and ``/int``) and three orders of the family, each measured at every size of the sweep (or the
-   loop's sizes) on the same harness.
+3. the oracle: the loop's accepted order and the sweep's chosen one ungated, the model's best three at the largest
+   size (these in both division forms, ``/`` and ``/int``) and three orders of the family, each measured at every
+   size of the sweep (or the loop's sizes) on the same harness; with --family-at-largest, every other order the
+   model ranks, in both forms, at the largest size.
 
 From these: whether the accepted rewrite is slower than the original beyond the noise at any size; its gain
-at the largest size against the best order's there; the predicted crossover of the accepted order against
+at the largest size against the best order's there (as the oracle measured it, beside the others, and as the
+loop did); the predicted crossover of the accepted order against
 the measured one (the smallest size from which it is faster beyond the noise at every larger size
 measured).  Writes DIR/sizes.json and DIR/sizes.md and prints the Markdown.
 """
@@ -82,6 +85,8 @@ def main() -> None:
     parser.add_argument("--oracle-sizes", choices=("all", "loop", "none"), default="all",
                         help="the oracle at every size swept, at the loop's sizes, or not at all (the loop alone)")
     parser.add_argument("--no-loop", action="store_true", help="skip the acceptance loop (the oracle only)")
+    parser.add_argument("--family-at-largest", action="store_true",
+                        help="the oracle also measures every order the model ranks, in both division forms, at the largest size")
     args = parser.parse_args()
     out = Path(args.out)
     (out / "src").mkdir(parents=True, exist_ok=True)
@@ -135,6 +140,9 @@ def measure(path: Path, hw, args) -> dict:
         return record
     sizes = [pt.size for pt in sweep.points] if args.oracle_sizes == "all" else measured_sizes(sweep)
     orders: list[SwizzleSpec] = []
+    loop = record.get("loop", {})
+    if loop.get("status") == "rewritten" and loop.get("swizzle"):  # the accepted order, measured beside the others
+        orders.append(parse_spec(loop["swizzle"]).gated(0))
     if sweep.chosen is not None:
         orders.append(sweep.chosen.ungated)
     orders += [p.formula for p in ranking.predictions[:3] if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
@@ -148,20 +156,32 @@ def measure(path: Path, hw, args) -> dict:
         return rewrite_source(ctx, analysis, Options(hw=hw, compile=False), RunPlan(only={index: formula})).new
 
     started = time.perf_counter()
-    bencher = SizedBencher(ctx, at, rewrite_one, hw, rounds=args.rounds, every_size=True)
+    rows = oracle(ctx, at, rewrite_one, hw, args.rounds, orders)
+    record["oracle_seconds"] = round(time.perf_counter() - started, 1)
+    record["oracle"] = rows
+    if args.family_at_largest:
+        family = [p.formula for p in ranking.predictions if isinstance(p.formula, SwizzleSpec) and not p.formula.is_identity]
+        family += [o.divided(True) for o in family if o.divides(kernel.adapter)]
+        rest = [o for o in dict.fromkeys(family) if o not in orders]
+        started = time.perf_counter()
+        record["family_at_largest"] = oracle(ctx, at[-1:], rewrite_one, hw, args.rounds, rest)
+        record["family_seconds"] = round(time.perf_counter() - started, 1)
+    record["verdicts"] = verdicts(record, hw)
+    return record
+
+
+def oracle(ctx, at: list[Size], rewrite_one, hw, rounds: int, orders: list[SwizzleSpec]) -> list[dict]:
+    """Each order measured at every one of these sizes against the original (built in one batch)."""
+    bencher = SizedBencher(ctx, at, rewrite_one, hw, rounds=rounds, every_size=True)
     try:
         bencher.prebuild(orders)
         for formula in orders:
             bencher.measure(formula, None)
     finally:
         bencher.close()
-    record["oracle_seconds"] = round(time.perf_counter() - started, 1)
-    record["oracle_order_seconds"] = {a.candidate: round(a.seconds, 1) for a in bencher.attempts}  # after the one batch build
-    record["oracle"] = [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound,
-                         "upper": a.upper_bound, "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms}
-                        for a in bencher.by_size]
-    record["verdicts"] = verdicts(record, hw)
-    return record
+    return [{"size": a.size, "candidate": a.candidate, "speedup": a.speedup, "lower": a.lower_bound, "upper": a.upper_bound,
+             "noise": a.noise, "status": a.status, "baseline_ms": a.baseline_ms, "seconds": round(a.seconds, 1)}
+            for a in bencher.by_size]
 
 
 def measured_crossover(rows: list[dict], candidate: str) -> int | None:
@@ -178,7 +198,7 @@ def measured_crossover(rows: list[dict], candidate: str) -> int | None:
 def verdicts(record: dict, hw) -> dict:
     rows = record["oracle"]
     largest = max(r["size"] for r in rows)
-    at_largest = [r for r in rows if r["size"] == largest and r["speedup"]]
+    at_largest = [r for r in rows + record.get("family_at_largest", []) if r["size"] == largest and r["speedup"]]
     best = max(at_largest, key=lambda r: r["speedup"], default=None)
     loop = record.get("loop", {})
     accepted = loop.get("swizzle") if loop.get("status") == "rewritten" else None
@@ -191,17 +211,36 @@ def verdicts(record: dict, hw) -> dict:
         plain = parse_spec(record["chosen"]).gated(0).divided(form is not None and form.integer).name
     found = measured_crossover(rows, plain) if plain else None
     gain = next((r["speedup"] for r in mine if r["size"] == max(x["size"] for x in mine)), None) if mine else None
+    beside = next((r["speedup"] for r in at_largest if r["candidate"] == (form.gated(0).name if form else None)), None)
+
+    # where the accepted order's gate switches it on: the smallest size whose grid has that many tiles
+    gate = form.gate if form is not None else 0
+    tiles = sorted((int(size), pt["grid"][0] * pt["grid"][1]) for size, pt in record.get("predicted", {}).items())
+    gated_from = next((size for size, n in tiles if n >= gate), None) if form is not None else None
+    accepted_found = measured_crossover(rows, form.gated(0).name) if form is not None else None
+
+    def ratio(a: int | None, b: int | None) -> float | None:
+        return None if not (a and b) else round(max(a, b) / min(a, b), 2)
+
+    def share(speedup: float | None) -> float | None:
+        return None if not (speedup and best and best["speedup"] > 1) else round((speedup - 1) / (best["speedup"] - 1), 3)
     return {
         "accepted": accepted,
         "slower_at": [r["size"] for r in mine if r["status"] == "slower"],
         "accepted_speedups": {r["size"]: r["speedup"] for r in mine},
         "best_at_largest": best and {"candidate": best["candidate"], "speedup": best["speedup"], "size": largest},
-        "share_of_best_gain": (None if not (gain and best and best["speedup"] > 1) else round((gain - 1) / (best["speedup"] - 1), 3)),
+        # its gain against the best's: as the oracle measured it (the same rounds as the others), and as the loop did
+        "share_of_best_gain": share(beside),
+        "share_of_best_gain_in_the_loop": share(gain),
         "predicted_crossover": record.get("predicted_crossover"),
         "crossover_of": plain or None,
         "measured_crossover": found,
-        "crossover_ratio": (None if not (found and record.get("predicted_crossover"))
-                            else round(max(found, record["predicted_crossover"]) / min(found, record["predicted_crossover"]), 2)),
+        "crossover_ratio": ratio(found, record.get("predicted_crossover")),
+        # the accepted order: the size its gate switches it on at (its predicted crossover, after calibration), and
+        # the smallest size from which the oracle measured it faster at every larger size
+        "accepted_gated_from": gated_from,
+        "accepted_measured_crossover": accepted_found,
+        "accepted_crossover_ratio": ratio(gated_from, accepted_found),
         "l2_bytes": hw.l2_bytes,
     }
 
@@ -236,11 +275,20 @@ def markdown(records: list[dict], device: str, hw: str, command: str) -> str:
                 row.append("–" if x is None or x["speedup"] is None else f"{x['speedup']:.3f}" + (
                     " +" if x["status"] == "accepted" else " −" if x["status"] == "slower" else ""))
             lines.append(f"| {size} | {ratio} | " + " | ".join(row) + " |")
+        if r.get("family_at_largest"):
+            ranked = sorted((x for x in r["family_at_largest"] if x["speedup"]), key=lambda x: -x["speedup"])
+            lines += ["", f"Every other order the model ranks, at {max(sizes)} ({r['family_seconds']} s): " + ", ".join(
+                f"{x['candidate']} {x['speedup']:.3f}" + (" +" if x["status"] == "accepted" else " −" if x["status"] == "slower" else "")
+                for x in ranked)]
         v = r["verdicts"]
         lines += ["", "(+ faster beyond the noise, − slower beyond it; speedup over the original, median of the rounds)", "",
                   f"- accepted: {v['accepted']}; measured {v['accepted_speedups']}; slower at: {v['slower_at'] or 'none'}",
-                  f"- best at the largest size: {v['best_at_largest']}; share of its gain: {v['share_of_best_gain']}",
-                  f"- crossover: predicted {v['predicted_crossover']}, measured {v['measured_crossover']} (ratio {v['crossover_ratio']})",
+                  f"- best at the largest size: {v['best_at_largest']}; share of its gain: {v['share_of_best_gain']} as the oracle "
+                  f"measured the accepted order, {v['share_of_best_gain_in_the_loop']} as the loop did",
+                  f"- crossover of the sweep's chosen order ({v['crossover_of']}): predicted {v['predicted_crossover']}, "
+                  f"measured {v['measured_crossover']} (ratio {v['crossover_ratio']})",
+                  f"- the accepted order: gated from {v['accepted_gated_from']}, measured faster from {v['accepted_measured_crossover']} "
+                  f"(ratio {v['accepted_crossover_ratio']})",
                   f"- oracle {r['oracle_seconds']} s", ""]
     return "\n".join(lines)
 

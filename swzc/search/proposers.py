@@ -109,8 +109,9 @@ class BuiltinProposer:
 
     With a GPU, the first candidate is measured in both division forms (``/``, then ``/int``: swzc.formulas.divide),
     which put every block in the same place but make different code of the kernel around them; the other
-    candidates are measured in the form that was faster (`_faster_form`).  Offline every candidate divides with
-    ``/``."""
+    candidates are measured in the form that was faster (`_faster_form`).  Where the fastest accepted order so far
+    has a slower one of its kind on one side, the next of its kind on the other side is measured before the
+    ranking's next (`_along`).  Offline every candidate divides with ``/``."""
 
     name = "builtin"
 
@@ -144,10 +145,45 @@ class BuiltinProposer:
                 t.formula == first and t.speedup is not None for t in history):
             return Proposed(self.name, integer, f"{first.name} again, dividing in integer instructions", variant=True)
         form = _faster_form(first, history)
+        ahead = _along(specs, history, form)
+        if ahead is not None and ahead.name not in done:
+            return Proposed(self.name, ahead, "the next parameter of the fastest order's kind, past the slower one")
         for spec in specs:
             if spec.divided(form).name not in done:
                 return Proposed(self.name, spec.divided(form))
         return None
+
+
+def _along(specs: Sequence[SwizzleSpec], history: Sequence[Tried], integer: bool) -> SwizzleSpec | None:
+    """One step of a line search over a kind's parameter (the group height, the tile side), among the candidates in
+    one division form: where the fastest accepted order so far has a slower one of its kind on one side, the
+    candidate of that kind whose parameter comes next beyond the fastest, on the other side.  None where no order of
+    its kind was slower, the fastest was slower on both sides of it, or the next beyond it was tried.  (Orders that
+    move about as many bytes as each other are told apart by the time they take, not by the model.)"""
+    def line(spec: SwizzleSpec) -> tuple | None:
+        """The order with its last step's parameter left out; None where the last step has none."""
+        last = spec.steps[-1] if spec.steps else None
+        return None if last is None or not last.param else (spec.steps[:-1], last.kind, last.chunk)
+
+    timed = [t for t in history if isinstance(t.formula, SwizzleSpec) and t.speedup is not None
+             and t.formula.integer == integer and line(t.formula) is not None]
+    fastest = max((t for t in timed if t.status == "accepted"), key=lambda t: t.speedup or 0.0, default=None)
+    if fastest is None:
+        return None
+    kind, k = line(fastest.formula), fastest.formula.steps[-1].param  # type: ignore[union-attr]
+    slower = [t.formula.steps[-1].param for t in timed  # type: ignore[union-attr]
+              if line(t.formula) == kind and (t.speedup or 0.0) < (fastest.speedup or 0.0)]  # type: ignore[arg-type]
+    up, down = any(p < k for p in slower), any(p > k for p in slower)
+    if up == down:
+        return None
+    beyond = sorted((spec.steps[-1].param, spec.ungated.name, spec) for spec in specs if line(spec) == kind
+                    and (spec.steps[-1].param > k if up else spec.steps[-1].param < k))
+    if not beyond:
+        return None
+    param, _, spec = beyond[0] if up else beyond[-1]
+    if any(t.formula.steps[-1].param == param for t in timed if line(t.formula) == kind):  # type: ignore[union-attr]
+        return None
+    return spec.divided(integer)
 
 
 def _faster_form(spec: SwizzleSpec, history: Sequence[Tried]) -> bool:
