@@ -2,6 +2,7 @@
 proof, and what rewrite, analyze and suggest say of them."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -149,8 +150,20 @@ def test_a_sweep_where_no_order_pays_measures_the_transposed_raster_on_a_gpu_onl
     ranking = rank_kernels(ctx, analysis, hw, {})[0]
     assert isinstance(ranking, Ranking) and ranking.sweep is not None and ranking.chosen is None
     offered = BuiltinProposer().candidates(KernelTask(ctx, analysis, 0, hw, ranking, measured=True))
-    assert [spec for spec, _ in offered] == [EXPLORE] and EXPLORE.gate == 0
+    # gated from the first size whose written bytes exceed the L2: below it, what the copy writes fits there
+    s = ranking.sweep
+    past = next(pt for pt in s.points if pt.written_bytes > hw.l2_bytes)
+    before = s.points[s.points.index(past) - 1]
+    assert before.written_bytes <= hw.l2_bytes < past.written_bytes and s.writes_past_l2 == past.size
+    assert past.written_bytes * 2 == pytest.approx(past.data_bytes, rel=0.01)  # one array read, one written, alike
+    assert [spec for spec, _ in offered] == [EXPLORE.gated(past.tiles)] and past.tiles > 1
+    assert past.size in sweep.measured_sizes(s) and before.size in sweep.measured_sizes(s)
+    from swzc.pipeline.driver import _explored_from
+    assert _explored_from(ranking) == f", gated from w = h = {past.size} up (what the kernel writes exceeds the L2 from there)"
     assert BuiltinProposer().candidates(KernelTask(ctx, analysis, 0, hw, ranking, measured=False)) == []
+    # a sweep whose writes fit in the L2 at every size: measured ungated
+    small = replace(ranking, sweep=replace(s, writes_past_l2=None))
+    assert [spec for spec, _ in BuiltinProposer().candidates(KernelTask(ctx, analysis, 0, hw, small, measured=True))] == [EXPLORE]
 
 
 def test_below_the_largest_size_only_orders_that_pay_there_are_ranked_in_one_prover_run(tmp_path, monkeypatch):
@@ -399,8 +412,12 @@ void run(float* A, float* B, float* C) {
 def test_the_loop_measures_the_first_size_both_sides_of_the_crossover_and_the_largest(points, crossover, expected):
     from swzc.model.rank import SizeSweep
     from types import SimpleNamespace
-    fake = SizeSweep(("n",), tuple(SimpleNamespace(size=s) for s in points), (), None, crossover, "")
+    chosen = parse_spec("grouped:8") if crossover else None
+    fake = SizeSweep(("n",), tuple(SimpleNamespace(size=s) for s in points), (), chosen, crossover, "")
     assert sweep.measured_sizes(fake) == expected
+    # where no order is chosen, both sides of the size the writes exceed the L2 at
+    explored = SizeSweep(("n",), fake.points, (), None, None, "", writes_past_l2=crossover)
+    assert sweep.measured_sizes(explored) == expected
 
 
 def _prediction(name, hit, dram):

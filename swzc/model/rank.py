@@ -100,6 +100,7 @@ class SizePoint:
     tiles: int  # the tile grid's rows x columns: what a gate counts
     data_bytes: int  # the bytes the kernel's arrays span
     ranking: Ranking
+    written_bytes: int = 0  # the bytes the arrays it writes span (of those writes)
 
     def prediction(self, candidate: str) -> Prediction | None:
         return self.ranking.prediction(candidate)
@@ -117,6 +118,15 @@ class SizeSweep:
     reason: str
     gated: tuple[SwizzleSpec, ...] = ()  # every order that pays from some size up, gated at its crossover, best first
     assumed: tuple[tuple[str, int], ...] = ()  # a block set at run time: the value its names were given throughout
+    # Where no order pays: the first size swept whose written bytes exceed the L2 (None: at no size swept).  The
+    # order lines are written back in (write locality, which the model does not rank) matters once what the
+    # kernel writes no longer fits in the L2, so a GPU measures the transposed raster gated from there.
+    writes_past_l2: int | None = None
+
+    def gate_at(self, size: int) -> int:
+        """The gate that switches an order on from `size` up: the tile count of its grid (0 at the first size)."""
+        at = next(pt for pt in self.points if pt.size == size)
+        return at.tiles if size != self.points[0].size else 0
 
     def bindings(self, size: int) -> dict[str, int | tuple[int, int, int]]:
         """What the names are bound to at `size`: each to the size (a dim3 `dims.x` to (size, size, 1)), and the

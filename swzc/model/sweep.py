@@ -132,7 +132,7 @@ def rank_over_sizes(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, use
         if blocks < MIN_WAVES * resident and size != SIZES[-1]:
             continue
         rows, cols, _ = fp.tiles
-        points.append(SizePoint(size, grid, rows * cols, span, None))  # type: ignore[arg-type]  # ranked below
+        points.append(SizePoint(size, grid, rows * cols, span, None, data_bytes(fp, written=True)))  # type: ignore[arg-type]  # ranked below
         kernels.append((at, bound, fp.adapter, (*fp.grid, fp.divisor)))
         if span >= PAST_L2 * hw.l2_bytes and len(points) >= MIN_POINTS or len(points) >= MAX_POINTS:
             break
@@ -305,12 +305,14 @@ def kernel_at(ctx: FileContext, kernel: KernelInfo, bound: Mapping[str, Value | 
 
 def measured_sizes(sweep: SizeSweep, most: int = 4) -> list[int]:
     """The sizes a GPU measures a swept kernel at: the first (a few waves, below the L2 for most kernels), the
-    sizes on both sides of the chosen order's crossover and the largest; without a crossover, the first, the
-    middle and the largest; all of them where there are no more than `most`."""
+    sizes on both sides of the chosen order's crossover (where none is chosen, of the size the writes exceed the
+    L2 at) and the largest; without either, the first, the middle and the largest; all of them where there are no
+    more than `most`."""
     sizes = [pt.size for pt in sweep.points]
     if len(sizes) <= most:
         return sizes
-    at = sizes.index(sweep.crossover) if sweep.crossover in sizes else 0
+    edge = sweep.crossover if sweep.chosen is not None else sweep.writes_past_l2
+    at = sizes.index(edge) if edge in sizes else 0
     picked = {sizes[0], sizes[at - 1], sizes[at], sizes[-1]} if at > 0 else {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
     for size in reversed(sizes):  # fewer than `most` picked (a crossover at an end): more sizes from the top
         if len(picked) >= most:
@@ -319,13 +321,13 @@ def measured_sizes(sweep: SizeSweep, most: int = 4) -> list[int]:
     return sorted(picked)
 
 
-def data_bytes(fp: Footprint) -> int:
+def data_bytes(fp: Footprint, written: bool = False) -> int:
     """The bytes the kernel's arrays span over the whole grid: each array's first to last byte touched (the
-    widest of its accesses)."""
+    widest of its accesses); `written`: of its writes only."""
     rows, cols, z = fp.tiles
     widest: dict[str, int] = {}
     for a in fp.accesses:
-        if not a.sectors.size:
+        if not a.sectors.size or written and not a.write:
             continue
         reach = sum(abs(b) * (n - 1) for b, n in zip(a.block_bytes, (rows, cols, z)))
         span = reach + (int(a.sectors[-1]) - int(a.sectors[0]) + 1) * 32
@@ -374,7 +376,8 @@ def _choose(names: tuple[str, ...], points: tuple[SizePoint, ...], hw: HardwareM
         tail = (f"; {', '.join(some[:3])} pay at some sizes but not at every larger one" if some else "")
         reason = (f"no order pays from any size up ({swept}, predicted): at {points[-1].size} the kernel's own order has "
                   f"{largest.identity.l2_hit_rate:.1f} % L2 hits and the best, {best.candidate}, {best.l2_hit_rate:.1f} %{tail}")
-        sweep = SizeSweep(names, points, tuple(crossing.items()), None, None, reason)
+        past = next((pt.size for pt in points if pt.written_bytes > hw.l2_bytes), None)
+        sweep = SizeSweep(names, points, tuple(crossing.items()), None, None, reason, writes_past_l2=past)
         return replace(largest, chosen=None, reason=reason, sweep=sweep)
     ranked = [c for _, _, _, c in sorted(paying, reverse=True)]
     candidate = ranked[0]
@@ -416,7 +419,8 @@ def rank_over_launches(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, 
         rows, cols, _ = got.footprint.tiles
         span = data_bytes(got.footprint)
         if rows * cols not in points or span > points[rows * cols].data_bytes:
-            points[rows * cols] = SizePoint(rows * cols, got.footprint.grid, rows * cols, span, got)
+            points[rows * cols] = SizePoint(rows * cols, got.footprint.grid, rows * cols, span, got,
+                                            data_bytes(got.footprint, written=True))
     if len(points) < 2:
         return None
     return _choose((), tuple(points[t] for t in sorted(points)), hw)

@@ -546,8 +546,8 @@ def rewrite_benchmarked(ctx: FileContext, analysis: FileAnalysis, options: Optio
         result = replace(bencher.result(), calibration=calibration)
         benches.append(result)
         exploring = isinstance(ranking, Ranking) and ranking.chosen is None and any(
-            t.formula == EXPLORE and t.proposer == "builtin" for t in history)
-        model = f"{ranking.reason}; the transposed raster was measured anyway: " if exploring else ""  # type: ignore[union-attr]
+            isinstance(t.formula, SwizzleSpec) and t.formula.ungated == EXPLORE and t.proposer == "builtin" for t in history)
+        model = f"{ranking.reason}; the transposed raster was measured anyway{_explored_from(ranking)}: " if exploring else ""  # type: ignore[arg-type]
         if result.formula is not None:
             chosen[index] = result.formula
             notes[index] = model + result.reason
@@ -581,6 +581,15 @@ def _calibrated(ctx: FileContext, kernel: KernelInfo, ranking: Ranking, bencher:
         return replace(ranking, calibration=calibration), calibration
     again = _rank(ctx, kernel, options.hw, options.bindings, *_compiler(options), calibration=calibration)
     return (again if isinstance(again, Ranking) else replace(ranking, calibration=calibration)), calibration
+
+
+def _explored_from(ranking: Ranking) -> str:
+    """Where a sweep gates the transposed raster it measures where no order pays: from the size its writes exceed the L2."""
+    sweep = ranking.sweep
+    if sweep is None or sweep.writes_past_l2 is None or not sweep.gate_at(sweep.writes_past_l2):
+        return ""
+    at = (" = ".join(sweep.names) + f" = {sweep.writes_past_l2}") if sweep.names else f"{sweep.writes_past_l2:,} tiles"
+    return f", gated from {at} up (what the kernel writes exceeds the L2 from there)"
 
 
 def _planned(task: KernelTask, proposers: list[Proposer], iterations: int) -> list[Formula]:

@@ -104,7 +104,8 @@ class Proposer(Protocol):
 class BuiltinProposer:
     """The built-in family: the L2 model's candidates above identity, in the order a GPU should time them
     (swzc.model.rank.Ranking.to_measure: the best, then other kinds the model rates as ties); where it sees no gain, the
-    transposed raster (only when a GPU measures it: the model is blind to write locality); where it cannot
+    transposed raster (only when a GPU measures it: the model is blind to write locality; over a sweep, gated from
+    the first size whose written bytes exceed the L2: below it what the kernel writes fits there); where it cannot
     rank, an even spread of the family (only when measured: nothing is chosen blind).
 
     With a GPU, the first candidate is measured in both division forms (``/``, then ``/int``: swzc.formulas.divide),
@@ -126,6 +127,9 @@ class BuiltinProposer:
                 explore = next((p for p in ranking.predictions if p.formula == EXPLORE), None)
                 if explore is None or not task.measured:
                     return []
+                sweep = ranking.sweep
+                if sweep is not None and sweep.writes_past_l2 is not None:  # write locality shows from there up
+                    return [(EXPLORE.gated(sweep.gate_at(sweep.writes_past_l2)), explore.l2_hit_rate)]
                 return [(EXPLORE, explore.l2_hit_rate)]
             floor, bytes_floor = ranking.identity.l2_hit_rate, ranking.identity.dram_bytes
             return [(p.formula, p.l2_hit_rate) for p in ranking.to_measure  # none predicted to move more bytes
