@@ -3,7 +3,7 @@
 accepts, and every order measured at every size swept (the oracle).
 
     python3 bench/sizes/run_sizes.py --out DIR [--kernels a,b] [--rounds 10] [--hw h100] [--oracle-sizes all|loop|none]
-                                     [--family-at-largest]
+                                     [--family-at-largest] [--orders A,B]
 
 For each kernel below, a runtime-sized variant is written to DIR/src (the suite's programs with their size
 `#define`s turned into variables that `main` reads from argv; bench/sizes/kernels holds programs written
@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--oracle-sizes", choices=("all", "loop", "none"), default="all",
                         help="the oracle at every size swept, at the loop's sizes, or not at all (the loop alone)")
     parser.add_argument("--no-loop", action="store_true", help="skip the acceptance loop (the oracle only)")
+    parser.add_argument("--orders", default="", help="the oracle measures these orders only (comma-separated specs)")
     parser.add_argument("--family-at-largest", action="store_true",
                         help="the oracle also measures every order the model ranks, in both division forms, at the largest size")
     args = parser.parse_args()
@@ -150,6 +151,8 @@ def measure(path: Path, hw, args) -> dict:
     orders += [o.divided(True) for o in orders if o.divides(kernel.adapter)]
     orders += [parse_spec(f) for f in FAMILY]
     orders = list(dict.fromkeys(orders))
+    if args.orders:
+        orders = list(dict.fromkeys(parse_spec(o) for o in args.orders.split(",")))
     at = [Size(size, kernel_at(ctx, kernel, sweep.bindings(size))) for size in sizes]
 
     def rewrite_one(formula, index: int = index) -> bytes:
