@@ -206,12 +206,13 @@ def verdicts(record: dict, hw) -> dict:
     loop = record.get("loop", {})
     accepted = loop.get("swizzle") if loop.get("status") == "rewritten" else None
     mine = [r for r in loop.get("by_size", []) if r["candidate"] == accepted]
-    # the accepted order ungated, in its division form; where the oracle did not run it (the loop ranks again after
-    # calibrating), the sweep's chosen order in that form
     form = parse_spec(accepted) if accepted else None
-    plain = form.gated(0).name if form is not None else ""
-    if plain not in {r["candidate"] for r in rows} and record.get("chosen"):
-        plain = parse_spec(record["chosen"]).gated(0).divided(form is not None and form.integer).name
+    # the sweep's chosen order ungated, in the accepted order's division form where the oracle ran that form
+    plain = ""
+    if record.get("chosen"):
+        chosen = parse_spec(record["chosen"]).gated(0)
+        plain = chosen.divided(form is not None and form.integer).name
+        plain = plain if plain in {r["candidate"] for r in rows} else chosen.name
     found = measured_crossover(rows, plain) if plain else None
     gain = next((r["speedup"] for r in mine if r["size"] == max(x["size"] for x in mine)), None) if mine else None
     beside = next((r["speedup"] for r in at_largest if r["candidate"] == (form.gated(0).name if form else None)), None)
