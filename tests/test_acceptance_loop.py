@@ -561,6 +561,7 @@ BF16 = ["serpentine:16@1024", "grouped:16@1024", "grouped:12@2304", "serpentine:
     # grouped:8 slower than grouped:12: slower on both sides, the ranking's next
     ([("serpentine:16@1024/int", "accepted", 1.025), ("grouped:16@1024/int", "accepted", 1.031),
       ("grouped:12@2304/int", "accepted", 1.034), ("grouped:8@1024/int", "accepted", 1.030)], "serpentine:8@2304/int"),
+    # slower on both sides, though not next to it: the search rests (grouped:12 comes as the ranking's next)
     ([("grouped:8@1024", "accepted", 1.03), ("grouped:16@1024", "accepted", 1.04), ("grouped:32@8192", "accepted", 1.02)],
      "grouped:12@2304"),
     # upwards, where the larger parameter was faster
