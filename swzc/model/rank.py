@@ -124,9 +124,8 @@ class SizeSweep:
     writes_past_l2: int | None = None
 
     def gate_at(self, size: int) -> int:
-        """The gate that switches an order on from `size` up: the tile count of its grid (0 at the first size)."""
-        at = next(pt for pt in self.points if pt.size == size)
-        return at.tiles if size != self.points[0].size else 0
+        """The gate that switches an order on from `size` up (`gate_from`)."""
+        return gate_from(self.points, size)
 
     def bindings(self, size: int) -> dict[str, int | tuple[int, int, int]]:
         """What the names are bound to at `size`: each to the size (a dim3 `dims.x` to (size, size, 1)), and the
@@ -137,6 +136,13 @@ class SizeSweep:
     def shapes(self) -> tuple[tuple[int, int, int, int], ...]:
         """The grids swept, with the decode divisor of each (0 where none): what the prover checks."""
         return tuple(dict.fromkeys((*pt.grid, pt.ranking.footprint.divisor) for pt in self.points))
+
+
+def gate_from(points: Sequence[SizePoint], size: int) -> int:
+    """The gate that switches an order on from `size` up, over a sweep of these points: the tile count of the grid
+    at `size` (0 where that is the first size: no gate)."""
+    at = next(pt for pt in points if pt.size == size)
+    return at.tiles if size != points[0].size else 0
 
 
 def size_bindings(names: Sequence[str], size: int, assumed: Sequence[tuple[str, int]] = ()) -> dict[str, int | tuple[int, int, int]]:

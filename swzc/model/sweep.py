@@ -35,8 +35,8 @@ from swzc.model.calibration import Calibration
 from swzc.model.footprint import Footprint
 from swzc.model.footprint.values import UNFIXED_PARAMETER
 from swzc.model.l2model import Prediction
-from swzc.model.rank import (NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, pays, rank, resident_at,
-                             size_bindings, survey)
+from swzc.model.rank import (NO_DATA, Orders, Ranking, SizePoint, SizeSweep, block_orders, gate_from, pays, rank,
+                             resident_at, size_bindings, survey)
 from swzc.model.residency import Residency, residency
 from swzc.formulas.swizzles import SwizzleSpec
 from swzc.target.hw import HardwareModel
@@ -429,8 +429,7 @@ def rank_over_launches(ctx: FileContext, kernel: KernelInfo, hw: HardwareModel, 
 def _gated(points: Sequence[SizePoint], prediction: Prediction | None, start: int | None) -> SwizzleSpec:
     """An order gated at the tile count of the grid at its crossover (no gate where that is the first size)."""
     assert prediction is not None and isinstance(prediction.formula, SwizzleSpec) and start is not None
-    at = next(pt for pt in points if pt.size == start)
-    return prediction.formula.gated(at.tiles if start != points[0].size else 0)
+    return prediction.formula.gated(gate_from(points, start))
 
 
 def _three(points: Sequence[SizePoint], start: int) -> list[SizePoint]:

@@ -169,14 +169,16 @@ def _along(specs: Sequence[SwizzleSpec], history: Sequence[Tried], integer: bool
         last = spec.steps[-1] if spec.steps else None
         return None if last is None or not last.param else (spec.steps[:-1], last.kind, last.chunk)
 
-    timed = [t for t in history if isinstance(t.formula, SwizzleSpec) and t.speedup is not None
-             and t.formula.integer == integer and line(t.formula) is not None]
-    fastest = max((t for t in timed if t.status == "accepted"), key=lambda t: t.speedup or 0.0, default=None)
+    # (order, speedup, accepted) of each order timed in this form that has a parameter
+    timed = [(t.formula, t.speedup, t.status == "accepted") for t in history if isinstance(t.formula, SwizzleSpec)
+             and t.speedup is not None and t.formula.integer == integer and line(t.formula) is not None]
+    fastest = max(((f, speedup) for f, speedup, accepted in timed if accepted), key=lambda x: x[1], default=None)
     if fastest is None:
         return None
-    kind, k = line(fastest.formula), fastest.formula.steps[-1].param  # type: ignore[union-attr]
-    slower = [t.formula.steps[-1].param for t in timed  # type: ignore[union-attr]
-              if line(t.formula) == kind and (t.speedup or 0.0) < (fastest.speedup or 0.0)]  # type: ignore[arg-type]
+    best, best_speedup = fastest
+    kind, k = line(best), best.steps[-1].param
+    mine = [(f.steps[-1].param, speedup) for f, speedup, _ in timed if line(f) == kind]
+    slower = [p for p, speedup in mine if speedup < best_speedup]
     up, down = any(p < k for p in slower), any(p > k for p in slower)
     if up == down:
         return None
@@ -185,9 +187,7 @@ def _along(specs: Sequence[SwizzleSpec], history: Sequence[Tried], integer: bool
     if not beyond:
         return None
     param, _, spec = beyond[0] if up else beyond[-1]
-    if any(t.formula.steps[-1].param == param for t in timed if line(t.formula) == kind):  # type: ignore[union-attr]
-        return None
-    return spec.divided(integer)
+    return None if any(p == param for p, _ in mine) else spec.divided(integer)
 
 
 def _faster_form(spec: SwizzleSpec, history: Sequence[Tried]) -> bool:
