@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from swzc.analysis import tileloop
 from swzc.analysis.records import FileAnalysis, KernelInfo
 from swzc.formulas.swizzles import cxx_definitions
-from swzc.passes.base import Names, Pass, Proposal, variable_name
+from swzc.passes.base import Decision, Names, Pass, Proposal, variable_name
 from swzc.passes.block_index import BlockIndexPass
 from swzc.passes.tile_loop import TileLoopPass
 from swzc.rewrite.edits import Edit
@@ -37,9 +37,10 @@ def guarded(definition: str) -> str:
     return f"#ifndef {macro}\n#define {macro}\n{definition}#endif\n"
 
 
-# What the swizzle functions take from the toolkit: a macro of these names is the toolkit's own (CUDA and HIP define
-# __device__ and __forceinline__ as macros), never set aside.
-_TOOLKIT = re.compile(r"__\w*|make_uint3|uint3")
+# Never set aside: what the swizzle functions take from the toolkit (CUDA and HIP define __device__ and
+# __forceinline__ as macros), and the library's own guards, which a file swzc rewrote before defines (undefined,
+# they would let that file's copy of a function and the new one both compile).
+_KEPT = re.compile(r"__\w*|make_uint3|uint3|SWZC_[0-9A-F]{16}")
 
 
 def shielded(library: str, macros: frozenset[str]) -> str:
@@ -47,11 +48,38 @@ def shielded(library: str, macros: frozenset[str]) -> str:
     `#define p 5`) set aside around it: `#pragma push_macro`, `#undef`, then `#pragma pop_macro` after it, so the
     file's macros mean what they meant before and after, and the library compiles as it was proven."""
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"//[^\n]*", "", library)))
-    names = sorted(name for name in words & macros if not _TOOLKIT.fullmatch(name))
+    names = sorted(name for name in words & macros if not _KEPT.fullmatch(name))
     if not names:
         return library
     return ("".join(f'#pragma push_macro("{name}")\n#undef {name}\n' for name in names) + library
             + "".join(f'#pragma pop_macro("{name}")\n' for name in reversed(names)))
+
+
+# A function the library defines: its name, at the start of a definition's line.
+_DEFINED = re.compile(r"^static __device__ __forceinline__ [^\n(]*?\b(swzc_\w+)\(", re.M)
+
+
+def name_clash(analysis: FileAnalysis, data: bytes, proposal: Proposal) -> Decision | None:
+    """A refusal where the file already declares, as something else, a name of a function the proposal's library
+    would define (the rewritten file would not compile).  A file swzc rewrote before holds swzc's own guarded
+    definitions; a name declared by the very definition the library would insert is not a clash (the guard
+    compiles it once)."""
+    text = data.replace(b"\r\n", b"\n")
+    taken: list[str] = []
+    for definition in cxx_definitions([(proposal.spec, proposal.adapter)]):
+        names = [name for name in _DEFINED.findall(definition) if name in analysis.identifiers]
+        if names and guarded(definition).encode() not in text:
+            taken += [name for name in names if name not in taken]
+    if not taken:
+        return None
+    where = []
+    for name in taken:
+        found = re.search(rb"\b" + name.encode() + rb"\b", text)
+        line = text.count(b"\n", 0, found.start()) + 1 if found else 0
+        where.append(f"{name} (line {line})" if line else name)
+    named = "the name of a swizzle function" if len(taken) == 1 else "names of the swizzle functions"
+    return Decision(proposal.kernel, "refused", f"the file already declares {', '.join(where)}: {named} "
+                    f"{proposal.spec.name} needs, so the rewritten file would not compile")
 
 
 def for_kernel(kernel: KernelInfo) -> Pass:

@@ -70,6 +70,41 @@ def test_a_file_swzc_rewrote_is_left_alone_with_the_swizzle_it_has():
     assert decision.status == "untouched" and decision.reason == "already swizzled by swzc (swzc_grouped8_2d)"
 
 
+KERNEL_2D = "__global__ void {name}(float* c, int ld) {{\n  c[(blockIdx.y * 16 + threadIdx.y) * ld + blockIdx.x * 16] = 1;\n}}\n"
+
+
+@pytest.mark.parametrize("declared", [
+    "static __device__ unsigned swzc_grouped(unsigned a, unsigned b, unsigned c, unsigned d) { return a; }\n",
+    "__device__ int swzc_grouped8_2d;\n",
+    "struct swzc_grouped8_2d { int x; };\n",
+    "namespace n { int swzc_grouped; }\n",
+])
+def test_a_file_that_declares_a_name_the_swizzle_functions_take_is_refused(declared):
+    result = rewritten(declared + KERNEL_2D.format(name="k"))
+    (outcome,) = result.outcomes
+    assert outcome.status == "refused" and "(line 1)" in outcome.reason and "would not compile" in outcome.reason
+    assert result.new == result.old
+
+
+def test_every_taken_name_is_said_with_its_line():
+    code = "int x;\nint swzc_grouped;\nint swzc_grouped8_2d;\n" + KERNEL_2D.format(name="k")
+    (outcome,) = rewritten(code).outcomes
+    assert outcome.reason == ("the file already declares swzc_grouped (line 2), swzc_grouped8_2d (line 3): names of the swizzle "
+                              "functions grouped:8 needs, so the rewritten file would not compile")
+
+
+def test_another_kernel_of_a_file_swzc_rewrote_shares_its_guarded_functions():
+    first = rewritten(KERNEL_2D.format(name="k"), only={0: "grouped:8"})
+    for newline in ("\n", "\r\n"):
+        code = (first.new.decode() + KERNEL_2D.format(name="k2")).replace("\n", newline)
+        again = rewritten(code)
+        assert statuses(again) == {"k": "untouched", "k2": "rewritten"}
+        assert again.new.count(b"static __device__ __forceinline__ unsigned swzc_grouped(") == 2  # one compiles: same guard
+    # a different definition under swzc's name (an edited copy) is a clash
+    edited = first.new.decode().replace("return ", "return 0 + ", 1) + KERNEL_2D.format(name="k2")
+    assert statuses(rewritten(edited)) == {"k": "untouched", "k2": "refused"}
+
+
 # ---- helpers shared by kernels ---------------------------------------------------------------------------
 
 SHARED = """\

@@ -1015,6 +1015,22 @@ def test_the_files_macros_that_name_a_word_of_the_swizzle_functions_are_set_asid
     assert "push_macro" not in (work / "plain_out.cu").read_text()
 
 
+@needs_nvcc
+def test_a_file_swzc_rewrote_takes_another_kernel_with_the_same_functions_and_compiles(work):
+    """The second library's guards are the first one's: they are never set aside, so each function compiles once."""
+    kernel = "__global__ void {0}(float* a) {{ a[(blockIdx.y * gridDim.x + blockIdx.x) * 2] = 1.0f; }}\n"
+    (work / "k.cu").write_text(kernel.format("one") + kernel.format("two")
+                               + "void go(float* a) { one<<<dim3(64, 48), 128>>>(a); two<<<dim3(64, 48), 128>>>(a); }\n")
+    assert invoke("rewrite", "k.cu", "--swizzle", "one=hilbert:8", "-o", "once.cu").exit_code == 0
+    again = invoke("rewrite", "once.cu", "--swizzle", "hilbert:8", "-o", "twice.cu")
+    assert again.exit_code == 0, again.stdout
+    assert re.search(r"two \(line \d+\): rewritten with hilbert:8", again.stdout) and "compile check: ok" in again.stdout
+    out = (work / "twice.cu").read_text()
+    assert out.count("uint3 swzc_hilbert8_2d(") == 2 and "push_macro" not in out
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-c", "twice.cu", "-o", os.devnull], cwd=work, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+
+
 def test_a_header_kernel_is_found_beside_a_host_function_of_its_name_and_named_with_the_launch_it_is_read_with(work):
     """A runner's host function may share its kernel's name (a wrapper): the launch inside it is still the
     kernel's.  Of two files launching a header's kernel, one with a grid it fixes and one with a grid set at run

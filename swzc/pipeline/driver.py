@@ -746,6 +746,8 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
         if isinstance(got, Proposal) and index in plan.notes:
             got = replace(got, note=plan.notes[index])
         if isinstance(got, Proposal):
+            got = passes.name_clash(analysis, src.data, got) or got
+        if isinstance(got, Proposal):
             proposals[index] = got
         else:
             decisions[index] = got
