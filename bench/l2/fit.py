@@ -134,7 +134,8 @@ def main() -> None:
     rows = measurements(args.results.split(","))
     kernels = {name: Kernel(name, [r for r in rows if r["kernel"] == name], hw) for name in (*FIT, *HELD_OUT)}
     if args.dram:
-        fit_dram(kernels, args.results, args.hw, args.out or f"bench/results/l2_fit_dram_{args.hw}.json", args.least_first)
+        default = f"bench/results/l2_fit_dram{'_least' if args.least_first else ''}_{args.hw}.json"
+        fit_dram(kernels, args.results, args.hw, args.out or default, args.least_first)
         return
     args.out = args.out or f"bench/results/l2_fit_{args.hw}.json"
     start = time.perf_counter()
