@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from swzc.analysis import tileloop
 from swzc.analysis.records import FileAnalysis, KernelInfo
 from swzc.formulas.swizzles import cxx_definitions
+from swzc.frontend.source import SourceFile
+from swzc.frontend.syntax import NAME_TYPES, _line, walk
+from swzc.frontend.syntax import text as node_text
 from swzc.passes.base import Decision, Names, Pass, Proposal, variable_name
 from swzc.passes.block_index import BlockIndexPass
 from swzc.passes.tile_loop import TileLoopPass
@@ -59,12 +62,12 @@ def shielded(library: str, macros: frozenset[str]) -> str:
 _DEFINED = re.compile(r"^static __device__ __forceinline__ [^\n(]*?\b(swzc_\w+)\(", re.M)
 
 
-def name_clash(analysis: FileAnalysis, data: bytes, proposal: Proposal) -> Decision | None:
+def name_clash(analysis: FileAnalysis, src: SourceFile, proposal: Proposal) -> Decision | None:
     """A refusal where the file already declares, as something else, a name of a function the proposal's library
     would define (the rewritten file would not compile).  A file swzc rewrote before holds swzc's own guarded
     definitions; a name declared by the very definition the library would insert is not a clash (the guard
     compiles it once)."""
-    text = data.replace(b"\r\n", b"\n")
+    text = src.data.replace(b"\r\n", b"\n")
     taken: list[str] = []
     for definition in cxx_definitions([(proposal.spec, proposal.adapter)]):
         names = [name for name in _DEFINED.findall(definition) if name in analysis.identifiers]
@@ -72,13 +75,13 @@ def name_clash(analysis: FileAnalysis, data: bytes, proposal: Proposal) -> Decis
             taken += [name for name in names if name not in taken]
     if not taken:
         return None
-    where = []
-    for name in taken:
-        found = re.search(rb"\b" + name.encode() + rb"\b", text)
-        line = text.count(b"\n", 0, found.start()) + 1 if found else 0
-        where.append(f"{name} (line {line})" if line else name)
+    first = {}  # each name's first place in the tree, as the analysis read its identifiers
+    for node in walk(src.tree.root_node):
+        if node.type in NAME_TYPES and node_text(node) in taken:
+            first.setdefault(node_text(node), _line(node))
+    where = ", ".join(f"{name} (line {first[name]})" if name in first else name for name in taken)
     named = "the name of a swizzle function" if len(taken) == 1 else "names of the swizzle functions"
-    return Decision(proposal.kernel, "refused", f"the file already declares {', '.join(where)}: {named} "
+    return Decision(proposal.kernel, "refused", f"the file already declares {where}: {named} "
                     f"{proposal.spec.name} needs, so the rewritten file would not compile")
 
 

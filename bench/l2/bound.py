@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from calibrated import CRISP_SPREAD, STAGED, TIMELINE, merged_share_at_identity, solve_merged  # noqa: E402
-from fit import DEFAULT_RESULTS, FIT, HELD_OUT, Kernel, measurements, moved  # noqa: E402
+from fit import DEFAULT_RESULTS, FIT, HELD_OUT, Kernel, least_over, measurements, moved  # noqa: E402
 from swzc.model.l2model import DRIFT, EFFECTIVE, IN_STEP, SOFTNESS, UNIQUE, L2Model  # noqa: E402
 from swzc.target import hw as hwmodels  # noqa: E402
 
@@ -56,6 +56,8 @@ WITHIN = 0.15
 GRID = {"in_step": (0.0, 0.2, 0.4, 0.6, 0.8, 1.0), "drift": (1.0, 2.0, 4.0, 8.0, 16.0), "unique": (0.4, 0.55, 0.7, 0.85, 1.0)}
 SOLVED = {"in_step": (0.0, 1.0), "drift": (0.5, 16.0)}
 SOLVE_STEPS = 12
+FORMS = ("as calibrated", "IN_STEP solved at the original", "DRIFT solved at the original", "IN_STEP = 1 - measured lag",
+         "bound")  # part 1's columns; a crisp-wave kernel has the first and the last only
 UNIQUES = (0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
 SOFTNESSES = (0.25, 0.5)  # the model's, and the one fit.py --dram --least-first chooses
 JOINT = {"in_step": (0.6, 0.8, 1.0), "drift": (2.0, 3.0, 4.0, 6.0, 8.0), "unique": (0.5, 0.6, 0.7, 0.85)}
@@ -74,12 +76,6 @@ def solve_to(at, target: float, lo: float, hi: float, steps: int = SOLVE_STEPS) 
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if (at(mid) > target) == low else (lo, mid)
     return (lo + hi) / 2
-
-
-def least_over(predicted: list[float], measured: list[float]) -> float:
-    """The measured bytes of the order predicted to move the least, over the least measured, minus 1."""
-    pick = min(range(len(predicted)), key=lambda i: predicted[i])
-    return measured[pick] / min(measured) - 1
 
 
 class Scored:
@@ -123,15 +119,16 @@ class Scored:
 def kernel_report(args: tuple[str, str, list[dict]]) -> dict:
     name, hw_name, timeline = args
     s = Scored(name, hw_name, timeline)
-    forms = {"as calibrated": s.score({})}
+    calibrated, solved_in_step, solved_drift, lagged, bound = FORMS
+    forms = {calibrated: s.score({})}
     if not s.crisp:
-        forms["IN_STEP solved at the original"] = s.score(s.solve("in_step"))
-        forms["DRIFT solved at the original"] = s.score(s.solve("drift"))
+        forms[solved_in_step] = s.score(s.solve("in_step"))
+        forms[solved_drift] = s.score(s.solve("drift"))
         if s.lag is not None and s.lag == s.lag:  # NaN: no pairs one tile row apart
-            forms["IN_STEP = 1 - measured lag"] = s.score({"in_step": min(1.0, max(0.0, 1.0 - s.lag))})
+            forms[lagged] = s.score({"in_step": min(1.0, max(0.0, 1.0 - s.lag))})
     grid = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())] if not s.crisp else [{}]
     scored = [s.score(c) for c in grid]
-    forms["bound"] = max(scored, key=lambda f: (f["within_15"], -f["hit_mae"]))
+    forms[bound] = max(scored, key=lambda f: (f["within_15"], -f["hit_mae"]))
     return {"kernel": name, "half": "fit" if name in FIT else "held out", "orders": len(s.measured), "crisp": s.crisp,
             "forms": forms}
 
@@ -167,8 +164,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.jobs) as pool:
         kernels = list(pool.map(kernel_report, [(n, args.hw, timeline) for n in (*FIT, *HELD_OUT)]))
         offline = list(pool.map(offline_report, offline_args))
-    names = ["as calibrated", "IN_STEP solved at the original", "DRIFT solved at the original", "IN_STEP = 1 - measured lag", "bound"]
-    totals = {f: sum(k["forms"].get(f, k["forms"]["as calibrated"])["within_15"] for k in kernels) for f in names}
+    totals = {f: sum(k["forms"].get(f, k["forms"][FORMS[0]])["within_15"] for k in kernels) for f in FORMS}
     orders = sum(k["orders"] for k in kernels)
     fitted = min(itertools.product(*JOINT.values()),
                  key=lambda c: statistics.mean(o["joint"][c]["log_error"] for o in offline if o["kernel"] in FIT and o["hw"] == "h200"))
@@ -184,15 +180,15 @@ def main() -> None:
              f"Computed with `python3 bench/l2/bound.py` from the measurements `fit.py` reads ({doc['seconds']:.0f} s); every "
              "form runs with the calibration of `--bench`.  Each cell: orders within 15 % / the kernel's orders, and the hit "
              "rate's mean absolute error in points.  Crisp-wave kernels keep their calibrated form in every column.", "",
-             "| kernel | half | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
+             "| kernel | half | " + " | ".join(FORMS) + " |", "|---|---|" + "---:|" * len(FORMS)]
     for k in kernels:
         cells = []
-        for f in names:
-            form = k["forms"].get(f, k["forms"]["as calibrated"])
+        for f in FORMS:
+            form = k["forms"].get(f, k["forms"][FORMS[0]])
             cells.append(f"{form['within_15']}/{k['orders']}, {form['hit_mae']:.1f}"
                          + (" (" + ", ".join(f"{c} {v:g}" for c, v in form["constants"].items()) + ")" if form["constants"] else ""))
         lines.append(f"| {k['kernel']} | {k['half']} | " + " | ".join(cells) + " |")
-    lines.append("| all | | " + " | ".join(f"{totals[f]}/{orders}" for f in names) + " |")
+    lines.append("| all | | " + " | ".join(f"{totals[f]}/{orders}" for f in FORMS) + " |")
     lines += ["", "## The least-bytes order against UNIQUE (the model as it ranks)", "",
               "The measured bytes of the order the model predicts to move the least, over the least measured (today's "
               f"UNIQUE is {UNIQUE:g} and SOFTNESS {SOFTNESS:g})."]

@@ -109,12 +109,19 @@ class Kernel:
         measured = [moved(r) for r in self.rows]
         errors = [p.dram_bytes / max(1, m) - 1 for p, m in zip(predicted, measured)]
         logs = [abs(math.log(max(p.dram_bytes, 1.0) / max(1, m))) for p, m in zip(predicted, measured)]
-        ours = min(range(len(predicted)), key=lambda i: (predicted[i].dram_bytes, self.rows[i]["candidate"] != "identity"))
         return {"dram_log_error": round(statistics.mean(logs), 3),
                 "dram_error": round(statistics.mean(abs(e) for e in errors), 3),
                 "within_15": round(sum(abs(e) <= 0.15 for e in errors) / len(errors), 3),
                 "hit_mae": round(mae([p.l2_hit_rate - r["l2_hit_pct"] for r, p in zip(self.rows, predicted)]), 2),
-                "least_bytes_pick_over": round(measured[ours] / min(measured) - 1, 3)}
+                "least_bytes_pick_over": round(least_over([p.dram_bytes for p in predicted], measured,
+                                                          [r["candidate"] == "identity" for r in self.rows]), 3)}
+
+
+def least_over(predicted: list[float], measured: list[float], first: list[bool] | None = None) -> float:
+    """The measured bytes of the order predicted to move the least, over the least measured, minus 1; among orders
+    predicted alike, one marked in `first` (the original order) is the pick."""
+    pick = min(range(len(predicted)), key=lambda i: (predicted[i], not (first and first[i])))
+    return measured[pick] / min(measured) - 1
 
 
 def mae(errors: list[float]) -> float:

@@ -31,7 +31,8 @@ from swzc.frontend import queries
 from swzc.frontend.evaluate import Scope, Value
 from swzc.frontend.preprocess import Preprocessed, defines_of
 from swzc.frontend.source import SourceFile
-from swzc.frontend.syntax import _callee, _has_token, _line, _strip, declared_name, function_name, functions, text, walk
+from swzc.frontend.syntax import (NAME_TYPES, _callee, _has_token, _line, _strip, declared_name, function_name, functions, text,
+                                  walk)
 
 if TYPE_CHECKING:
     from swzc.analysis.context import FileContext
@@ -116,7 +117,7 @@ def analyze(ctx: FileContext, user: Mapping[str, Value | str] | None = None,
         name: Helper(name, _line(device[name][0][0]), tuple(helper_uses[name]), helper_at[name])
         for name in device if helper_uses.get(name)
     }
-    identifiers = frozenset(text(n) for n in walk(root) if n.type in ("identifier", "type_identifier", "field_identifier"))
+    identifiers = frozenset(text(n) for n in walk(root) if n.type in NAME_TYPES)
     newline = "\r\n" if src.data.count(b"\r\n") * 2 > src.data.count(b"\n") else "\n"
     notes = _notes(src, pre, scope) + _launched_from_here(ctx, pre, scope, {function_name(f) for f, _ in kernels})
     return FileAnalysis(src.path, src.dialect, tuple(records), helper_records,

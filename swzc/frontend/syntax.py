@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 
+# The node types that name something the file declares or uses (a variable, a function, a type, a field).
+NAME_TYPES = ("identifier", "type_identifier", "field_identifier")
+
+
 def walk(node: Node, skip: Collection[str] = ()) -> Iterator[Node]:
     """`node` and every node under it, in document order; not what is under a node of a type in `skip` (a comment,
     a string).  A tree cursor steps through the tree without making a list of each node's children (four times

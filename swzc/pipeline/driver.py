@@ -743,10 +743,10 @@ def rewrite_source(ctx: FileContext, analysis: FileAnalysis, options: Options, p
             continue
         requested = plan.only[index] if selecting else plan.chosen.get(index, options.swizzle)  # type: ignore[index]
         got = block_swizzle.propose(analysis, index, options.hw, requested, ranked.get(index))
-        if isinstance(got, Proposal) and index in plan.notes:
-            got = replace(got, note=plan.notes[index])
         if isinstance(got, Proposal):
-            got = passes.name_clash(analysis, src.data, got) or got
+            if index in plan.notes:
+                got = replace(got, note=plan.notes[index])
+            got = passes.name_clash(analysis, src, got) or got
         if isinstance(got, Proposal):
             proposals[index] = got
         else:
