@@ -93,6 +93,12 @@ def test_every_taken_name_is_said_with_its_line():
                               "functions grouped:8 needs, so the rewritten file would not compile")
 
 
+def test_the_line_given_is_the_name_s_first_in_the_code_not_a_comment():
+    code = "// swzc_grouped8_2d: mentioned\nint a;\nint swzc_grouped8_2d;\nint b = swzc_grouped8_2d;\n" + KERNEL_2D.format(name="k")
+    (outcome,) = rewritten(code).outcomes
+    assert "swzc_grouped8_2d (line 3):" in outcome.reason
+
+
 def test_another_kernel_of_a_file_swzc_rewrote_shares_its_guarded_functions():
     first = rewritten(KERNEL_2D.format(name="k"), only={0: "grouped:8"})
     for newline in ("\n", "\r\n"):
